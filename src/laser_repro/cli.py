@@ -1,0 +1,337 @@
+"""Command line of the pipeline: one subcommand per workflow step (`python -m laser_repro.cli STEP ...`).
+
+Each subcommand parses its arguments and calls into the package; Snakemake rules stay one line.
+Heavy imports (torch, fairseq) happen inside the subcommands that need them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger("laser_repro")
+
+
+def _preprocessor(code: str, lowercase: bool):
+    from laser_repro import languages
+    from laser_repro.preprocess import TextPreprocessor
+
+    lang = languages.get(code)
+    return TextPreprocessor(lang.moses, segmenter=lang.segmenter or None, romanize=bool(lang.romanize),
+                            lowercase=lowercase)
+
+
+def cmd_fetch(a):
+    from laser_repro import download
+
+    url = download.resolve_mirror(a.url, a.mirror, a.base_url) if a.mirror else a.url
+    record = download.fetch_with_record(url, Path(a.dest), sha256=a.sha256, retries=a.retries)
+    log.info("fetched %s", json.dumps(record))
+
+
+def cmd_extract_member(a):
+    from laser_repro import corpora
+
+    corpora.extract_tar_member(a.archive, a.member, a.output)
+
+
+def cmd_extract(a):
+    from laser_repro import corpora
+
+    exclude = corpora.load_tatoeba_test_files(*a.exclude_tatoeba) if a.exclude_tatoeba else None
+    common = dict(first_n=a.first_n, max_pairs=a.max_pairs, max_chars=a.max_chars, max_ratio=a.max_ratio,
+                  exclude=exclude, seed=a.seed)
+    if a.opus_zip:
+        stats = corpora.extract_opus_moses(a.opus_zip, a.opus_corpus, a.src_code, a.tgt_code,
+                                           a.out_src, a.out_tgt, **common)
+    else:
+        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, **common)
+    stats.update({"src": a.src, "tgt": a.tgt})
+    log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
+    from laser_repro.textio import write_json
+
+    write_json(a.stats, stats)
+
+
+def cmd_preprocess(a):
+    from laser_repro.sharding import write_shard
+
+    preprocessor = _preprocessor(a.lang, not a.keep_case)
+    start = time.perf_counter()
+    n = write_shard(a.input, a.output, int(a.shard), int(a.of), a.block_lines, preprocessor, progress=True)
+    elapsed = time.perf_counter() - start
+    log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
+
+
+def cmd_bpe_sample(a):
+    from laser_repro import bpe
+
+    log.info("%s", json.dumps(bpe.sample_lines(a.inputs, a.output, max_lines=a.max_lines, seed=a.seed)))
+
+
+def cmd_bpe_learn(a):
+    from laser_repro import bpe
+
+    model = bpe.learn(a.sample, a.model_prefix, vocab_size=a.vocab_size,
+                      character_coverage=a.character_coverage, seed=a.seed, threads=a.threads)
+    log.info("BPE model %s", model)
+
+
+def cmd_bpe_dict(a):
+    from laser_repro import bpe
+
+    log.info("dictionary of %d pieces", bpe.write_fairseq_dict(a.model, a.output))
+
+
+def cmd_bpe_apply(a):
+    from laser_repro import bpe
+    from laser_repro.sharding import group_shards, iter_sharded
+    from laser_repro.textio import atomic_output
+
+    applier = bpe.BpeApplier(a.model)
+    written = 0
+    with atomic_output(a.output) as out:
+        for shards in group_shards(a.inputs):
+            for encoded in applier.encode_stream(iter_sharded(shards, a.block_lines)):
+                out.write(encoded + "\n")
+                written += 1
+    log.info("%s: %d lines", a.output, written)
+
+
+def cmd_binarize(a):
+    from laser_repro import fairseq_bridge
+
+    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest)
+
+
+def cmd_train(a):
+    import torch
+
+    from laser_repro import fairseq_bridge
+
+    settings = json.loads(a.settings)
+    torch.set_num_threads(a.threads)
+    train = dict(settings["train"])
+    gpus = torch.cuda.device_count()
+    argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
+                                             settings["model"], train, cpu=gpus == 0)
+    log.info("fairseq-train %s", " ".join(argv))
+    fairseq_bridge.train(argv)
+    last = Path(a.save_dir) / "checkpoint_last.pt"
+    if not last.exists():
+        raise SystemExit(f"training finished without {last}")
+    final = Path(a.final)
+    tmp = final.with_name(final.name + ".tmp")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(last, tmp)  # no copy of a multi-GB file when the filesystem allows
+    except OSError:
+        import shutil
+
+        shutil.copyfile(last, tmp)
+    os.replace(tmp, final)
+
+
+def cmd_export(a):
+    from laser_repro.export import export_encoder
+
+    log.info("exported %s", json.dumps(export_encoder(a.checkpoint, a.output), default=str))
+
+
+def cmd_prepare_text(a):
+    """Moses-preprocess and BPE-encode evaluation files (tokenized text kept beside the output)."""
+    from laser_repro import bpe
+    from laser_repro.textio import atomic_output, iter_lines
+
+    if not (len(a.lang) == len(a.input) == len(a.output)):
+        raise SystemExit("prepare-text: give one --lang and --output per --input")
+    applier = bpe.BpeApplier(a.model)
+    for code, src, dst in zip(a.lang, a.input, a.output):
+        preprocessor = _preprocessor(code, not a.keep_case)
+        tok_path = Path(dst).with_name(Path(dst).name + ".tok")
+        with atomic_output(tok_path) as out:
+            for line in iter_lines(src):
+                out.write(preprocessor(line) + "\n")
+        with atomic_output(dst) as out:
+            for encoded in applier.encode_stream(iter_lines(tok_path)):
+                out.write(encoded + "\n")
+        log.info("%s -> %s", src, dst)
+
+
+def cmd_tatoeba(a):
+    import numpy as np
+    import torch
+
+    from laser_repro import tatoeba
+    from laser_repro.encoder import SentenceEncoder, embed_file
+    from laser_repro.textio import write_json
+
+    torch.set_num_threads(a.threads)
+    encoder = SentenceEncoder.load(a.encoder)
+    for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
+        embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens, progress=False)
+    result = tatoeba.tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
+    result["language"] = a.lang
+    write_json(a.scores, result)
+    log.info("%s: %s", a.lang, json.dumps(result))
+
+
+def cmd_table1(a):
+    from laser_repro import tables
+    from laser_repro.textio import count_lines, read_json
+
+    results = {}
+    for path in a.scores:
+        res = read_json(path)
+        results[res["language"]] = res
+    sizes: dict[str, int] = {}
+    for path in a.train:  # <src>-<tgt>.<src>
+        src = Path(path).suffix.lstrip(".")
+        sizes[src] = sizes.get(src, 0) + count_lines(path)
+    rows = tables.table1_rows(results, sizes)
+    tables.write_table1(rows, a.md, a.csv, run_name=a.run_name)
+    log.info("wrote %s and %s", a.md, a.csv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="laser-repro", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("fetch", help="download a URL with retries and checksum, atomically")
+    s.add_argument("--url", required=True)
+    s.add_argument("--dest", required=True)
+    s.add_argument("--sha256")
+    s.add_argument("--retries", type=int, default=5)
+    s.add_argument("--mirror", help="local directory or URL mirroring --base-url")
+    s.add_argument("--base-url", default="https://object.pouta.csc.fi")
+    s.set_defaults(func=cmd_fetch)
+
+    s = sub.add_parser("extract-member", help="extract one file of a tar archive")
+    s.add_argument("--archive", required=True)
+    s.add_argument("--member", required=True)
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_extract_member)
+
+    s = sub.add_parser("extract", help="extract one filtered, capped bitext (OPUS zip or local files)")
+    s.add_argument("--src", required=True)
+    s.add_argument("--tgt", required=True)
+    s.add_argument("--opus-zip")
+    s.add_argument("--opus-corpus")
+    s.add_argument("--src-code")
+    s.add_argument("--tgt-code")
+    s.add_argument("--src-file")
+    s.add_argument("--tgt-file")
+    s.add_argument("--first-n", type=int)
+    s.add_argument("--max-pairs", type=int)
+    s.add_argument("--max-chars", type=int, default=1000)
+    s.add_argument("--max-ratio", type=float)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--exclude-tatoeba", nargs=2, metavar=("XX_FILE", "ENG_FILE"))
+    s.add_argument("--out-src", required=True)
+    s.add_argument("--out-tgt", required=True)
+    s.add_argument("--stats", required=True)
+    s.set_defaults(func=cmd_extract)
+
+    s = sub.add_parser("preprocess", help="Moses-preprocess one shard of a corpus side")
+    s.add_argument("--lang", required=True)
+    s.add_argument("--input", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--shard", default="0")
+    s.add_argument("--of", default="1")
+    s.add_argument("--block-lines", type=int, default=10000)
+    s.add_argument("--keep-case", action="store_true")
+    s.set_defaults(func=cmd_preprocess)
+
+    s = sub.add_parser("bpe-sample", help="seeded sample of training text for BPE learning")
+    s.add_argument("--output", required=True)
+    s.add_argument("--max-lines", type=int, required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.set_defaults(func=cmd_bpe_sample)
+
+    s = sub.add_parser("bpe-learn", help="learn the joint sentencepiece BPE model")
+    s.add_argument("--sample", required=True)
+    s.add_argument("--model-prefix", required=True)
+    s.add_argument("--vocab-size", type=int, required=True)
+    s.add_argument("--character-coverage", type=float, default=0.9999)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--threads", type=int, default=1)
+    s.set_defaults(func=cmd_bpe_learn)
+
+    s = sub.add_parser("bpe-dict", help="write the BPE vocabulary as a fairseq dictionary")
+    s.add_argument("--model", required=True)
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_bpe_dict)
+
+    s = sub.add_parser("bpe-apply", help="BPE-encode the shards of one pair side (all corpora)")
+    s.add_argument("--model", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--block-lines", type=int, default=10000)
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.set_defaults(func=cmd_bpe_apply)
+
+    s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
+    s.add_argument("--src", required=True)
+    s.add_argument("--tgt", required=True)
+    s.add_argument("--train-prefix", required=True)
+    s.add_argument("--dict", required=True)
+    s.add_argument("--dest", required=True)
+    s.set_defaults(func=cmd_binarize)
+
+    s = sub.add_parser("train", help="train (or resume) the encoder-decoder with fairseq")
+    s.add_argument("--data", required=True)
+    s.add_argument("--save-dir", required=True)
+    s.add_argument("--final", required=True)
+    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--settings", required=True, help="JSON: pairs, targets, model, train")
+    s.set_defaults(func=cmd_train)
+
+    s = sub.add_parser("export", help="export the encoder to a standalone LASER-format file")
+    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--output", required=True)
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("prepare-text", help="Moses + BPE for evaluation text")
+    s.add_argument("--model", required=True)
+    s.add_argument("--keep-case", action="store_true")
+    s.add_argument("--lang", action="append", required=True)
+    s.add_argument("--input", action="append", required=True)
+    s.add_argument("--output", action="append", required=True)
+    s.set_defaults(func=cmd_prepare_text)
+
+    s = sub.add_parser("tatoeba", help="embed one Tatoeba language pair and score it")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--lang", required=True)
+    s.add_argument("--xx", required=True)
+    s.add_argument("--eng", required=True)
+    s.add_argument("--xx-emb", required=True)
+    s.add_argument("--eng-emb", required=True)
+    s.add_argument("--scores", required=True)
+    s.add_argument("--max-tokens", type=int, default=12000)
+    s.add_argument("--threads", type=int, default=2)
+    s.set_defaults(func=cmd_tatoeba)
+
+    s = sub.add_parser("table1", help="assemble Table 1 (ours beside the paper)")
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--scores", nargs="+", required=True)
+    s.add_argument("--train", nargs="+", required=True)
+    s.set_defaults(func=cmd_table1)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    args = build_parser().parse_args(argv)
+    args.func(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

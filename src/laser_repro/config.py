@@ -1,0 +1,184 @@
+"""Run configuration: schema validation, defaults, and the training plan derived from it.
+
+The JSON schema (workflow/schemas/config.schema.yaml) is the single definition of the config keys;
+this module fills its defaults, adds the checks a schema cannot express (known language codes,
+batch arithmetic, per-kind corpus keys), and derives what the workflow iterates over.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from laser_repro import languages
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the file (when known) and the key path."""
+
+
+def _key_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def load_schema(schema_path: Path | str = SCHEMA_PATH) -> dict:
+    with open(schema_path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
+    """Insert schema `default`s for absent keys, recursing into objects and arrays."""
+    if "$ref" in schema:
+        ref = schema["$ref"].removeprefix("#/").split("/")
+        target = root
+        for part in ref:
+            target = target[part]
+        schema = target
+    if isinstance(instance, dict):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                _fill_defaults(instance[key], sub, root)
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for item in instance:
+            _fill_defaults(item, schema["items"], root)
+
+
+def validate(config: dict, *, source: str = "config", schema_path: Path | str = SCHEMA_PATH) -> dict:
+    """Validate `config` against the schema, fill defaults, run semantic checks; return a new dict."""
+    schema = load_schema(schema_path)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{source}: {_key_path(e.absolute_path)}: {e.message}" for e in errors[:20]]
+        raise ConfigError("invalid configuration\n  " + "\n  ".join(lines))
+    config = copy.deepcopy(config)
+    for key in ("opus", "filters", "preprocess", "embed"):
+        config.setdefault(key, {})
+    _fill_defaults(config, schema, schema)
+    _check_semantics(config, source)
+    return config
+
+
+def _check_semantics(config: dict, source: str) -> None:
+    def known(code: str, where: str) -> None:
+        try:
+            languages.get(code)
+        except languages.UnknownLanguageError as err:
+            raise ConfigError(f"{source}: {where}: {err}") from None
+
+    for i, code in enumerate(config["targets"]):
+        known(code, f"targets[{i}]")
+    names = set()
+    for c, corpus in enumerate(config["corpora"]):
+        where = f"corpora[{c}] ({corpus['name']})"
+        if corpus["name"] in names:
+            raise ConfigError(f"{source}: {where}.name: duplicate corpus name {corpus['name']!r}")
+        names.add(corpus["name"])
+        for i, code in enumerate(corpus["languages"]):
+            known(code, f"{where}.languages[{i}]")
+        for i, code in enumerate(corpus.get("targets", [])):
+            if code not in config["targets"]:
+                raise ConfigError(f"{source}: {where}.targets[{i}]: {code!r} is not one of the run targets {config['targets']}")
+        if corpus["kind"] == "local" and corpus["layout"] == "nway":
+            column = corpus.get("code_column", "flores")
+            for i, code in enumerate(list(corpus["languages"]) + list(config["targets"])):
+                if not getattr(languages.get(code), column, ""):
+                    raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv")
+        if corpus.get("first_n") and corpus.get("max_pairs"):
+            raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
+    for i, code in enumerate(config["evaluation"]["tatoeba"]["languages"]):
+        known(code, f"evaluation.tatoeba.languages[{i}]")
+        if code == "eng":
+            raise ConfigError(f"{source}: evaluation.tatoeba.languages[{i}]: eng is the pivot of every Tatoeba pair, not a test language")
+    train = config["train"]
+    planned = train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"]
+    if train.get("tokens_per_update") is not None and train["tokens_per_update"] != planned:
+        raise ConfigError(
+            f"{source}: train.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x update_freq"
+            f" = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
+    if not any(p for p in Plan(config).pairs):
+        raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+
+
+def load(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read a YAML config, apply top-level overrides (as `snakemake --config k=v` does), validate."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    config.update(overrides or {})
+    return validate(config, source=str(path))
+
+
+@dataclass(frozen=True)
+class Bitext:
+    """One aligned (source, target) text of one corpus."""
+    corpus: str
+    src: str
+    tgt: str
+
+    @property
+    def pair(self) -> str:
+        return f"{self.src}-{self.tgt}"
+
+
+class Plan:
+    """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
+
+    def __init__(self, config: dict):
+        self.config = config
+
+    @cached_property
+    def corpora(self) -> dict[str, dict]:
+        return {c["name"]: c for c in self.config["corpora"]}
+
+    @cached_property
+    def bitexts(self) -> list[Bitext]:
+        out = []
+        for corpus in self.config["corpora"]:
+            targets = corpus.get("targets") or self.config["targets"]
+            for src in corpus["languages"]:
+                for tgt in targets:
+                    if src != tgt:  # no auto-encoding (paper, footnote 2)
+                        out.append(Bitext(corpus["name"], src, tgt))
+        return out
+
+    @cached_property
+    def pairs(self) -> list[tuple[str, str]]:
+        """Distinct (src, tgt) training directions, in config order."""
+        return list(dict.fromkeys((b.src, b.tgt) for b in self.bitexts))
+
+    def bitexts_of_pair(self, src: str, tgt: str) -> list[Bitext]:
+        return [b for b in self.bitexts if (b.src, b.tgt) == (src, tgt)]
+
+    @cached_property
+    def source_languages(self) -> list[str]:
+        return list(dict.fromkeys(src for src, _ in self.pairs))
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.config["targets"])
+
+    @property
+    def tatoeba_languages(self) -> list[str]:
+        return list(self.config["evaluation"]["tatoeba"]["languages"])
+
+    def tokens_per_update(self) -> int:
+        train = self.config["train"]
+        return train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"]

@@ -1,0 +1,71 @@
+"""Streaming text I/O shared by every stage: strict UTF-8 line reading and atomic outputs."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from tqdm import tqdm
+
+
+class InputError(ValueError):
+    """Bad input data; the message names the file and line."""
+
+
+def iter_lines(path: Path | str, *, progress: bool = False, desc: str | None = None) -> Iterator[str]:
+    """Yield the lines of a UTF-8 file without their trailing newline, one at a time.
+
+    Only '\\n' ends a line (a stray '\\r' or U+2028 inside a line must not shift alignment);
+    invalid UTF-8 raises InputError naming the file and the 1-based line number.
+    """
+    path = Path(path)
+    with open(path, "rb") as f, tqdm(desc=desc or path.name, unit=" lines", disable=not progress,
+                                     file=sys.stderr, mininterval=2) as bar:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise InputError(f"{path}:{number}: invalid UTF-8 at byte {err.start}: {raw[max(0, err.start - 10):err.start + 10]!r}") from None
+            bar.update()
+            yield line[:-1] if line.endswith("\n") else line
+
+
+def count_lines(path: Path | str) -> int:
+    """Number of lines (a last line without newline counts), counted in binary blocks."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path | str, mode: str = "w") -> Iterator[IO]:
+    """Open a temp file next to `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path | str, data) -> None:
+    with atomic_output(path) as f:
+        json.dump(data, f, indent=2, ensure_ascii=False, sort_keys=False)
+        f.write("\n")
+
+
+def read_json(path: Path | str):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
