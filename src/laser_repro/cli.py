@@ -29,7 +29,16 @@ def cmd_fetch(a):
     from laser_repro import download
 
     url = download.resolve_mirror(a.url, a.mirror, a.base_url) if a.mirror else a.url
-    record = download.fetch_with_record(url, Path(a.dest), sha256=a.sha256, retries=a.retries)
+    try:
+        record = download.fetch_with_record(url, Path(a.dest), sha256=a.sha256, retries=a.retries)
+    except download.NotFoundError:
+        if not a.absent_ok:
+            raise
+        from laser_repro.corpora import write_absent_pair_record
+
+        write_absent_pair_record(a.dest, url)
+        log.warning("%s does not exist (HTTP 404); recorded as an absent pair in %s", url, a.dest)
+        return
     log.info("fetched %s", json.dumps(record))
 
 
@@ -209,6 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--retries", type=int, default=5)
     s.add_argument("--mirror", help="local directory or URL mirroring --base-url")
     s.add_argument("--base-url", default="https://object.pouta.csc.fi")
+    s.add_argument("--absent-ok", action="store_true",
+                   help="on HTTP 404, record the pair as absent (OPUS corpora with allow_absent_pairs)")
     s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("extract-member", help="extract one file of a tar archive")

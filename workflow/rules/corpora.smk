@@ -74,13 +74,15 @@ rule download_opus:
         sha=lambda w: next((f"--sha256 {c['sha256'][w.zipname + '.txt.zip']}" for c in PLAN.corpora.values()
                             if c.get("corpus") == w.opus_corpus and w.zipname + ".txt.zip" in c.get("sha256", {})), ""),
         base=CFG["opus"]["base_url"],
+        absent_ok=lambda w: "--absent-ok" if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values()
+                                                 if c.get("corpus") == w.opus_corpus) else "",
         retries=CFG["opus"]["retries"],
     retries: 1
     resources:
         downloads=1,
     shell:
         logged("{PY} -m laser_repro.cli fetch --url {params.url} --dest {output} {params.sha}"
-               " --retries {params.retries} --base-url {params.base} {params.mirror}")
+               " --retries {params.retries} --base-url {params.base} {params.mirror} {params.absent_ok}")
 
 
 rule download_archive:

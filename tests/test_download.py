@@ -1,0 +1,389 @@
+"""Tests for laser_repro.download, against a real HTTP server on 127.0.0.1 (port 0)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import socket
+import threading
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from laser_repro.corpora import extract_opus_moses, opus_moses_url
+from laser_repro.download import (
+    ChecksumMismatchError,
+    DownloadError,
+    fetch,
+    fetch_with_record,
+    resolve_mirror,
+    sha256_file,
+)
+
+FAST = dict(backoff=0.01, timeout=5, progress=False)
+
+
+class _Server:
+    def __init__(self, root: Path):
+        self.root = root
+        self.hits: Counter[str] = Counter()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.httpd: http.server.ThreadingHTTPServer | None = None
+        self.url = ""
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Serves tmp_path/'srv' under several behaviours:
+
+    /files/NAME     the file (404 when absent)
+    /flaky/NAME     503 for the first 2 requests of that path, then the file
+    /short/NAME     Content-Length larger than the body, then the connection closes
+    /nolength/NAME  the file without a Content-Length header
+    /error500/NAME  always 500
+    /stall/NAME     headers + half the body, then hangs until teardown
+    """
+    root = tmp_path / "srv"
+    root.mkdir()
+    state = _Server(root)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+        def do_GET(self):
+            with state.lock:
+                state.hits[self.path] += 1
+                count = state.hits[self.path]
+            parts = self.path.lstrip("/").split("/", 1)
+            if len(parts) != 2:
+                self.send_error(404)
+                return
+            mode, name = parts
+            f = root / name
+            if mode == "error500":
+                self.send_error(500, "Internal Server Error")
+                return
+            if mode == "flaky" and count <= 2:
+                self.send_error(503, "Service Unavailable")
+                return
+            if not f.is_file():
+                self.send_error(404, "Not Found")
+                return
+            body = f.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            if mode == "short":
+                self.send_header("Content-Length", str(len(body) + 1000))
+            elif mode != "nolength":
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if mode == "stall":
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                state.release.wait(10)
+                return
+            if mode == "nolength" and count <= 1 and name.startswith("cut"):
+                self.wfile.write(body[: len(body) // 2])
+                return
+            self.wfile.write(body)
+            self.close_connection = True
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.httpd = httpd
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    t.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(5)
+
+
+def _payload(root: Path, name: str = "data.bin", n: int = 300_000) -> tuple[Path, bytes, str]:
+    data = hashlib.sha256(name.encode()).digest() * (n // 32)
+    p = root / name
+    p.write_bytes(data)
+    return p, data, hashlib.sha256(data).hexdigest()
+
+
+def _no_leftovers(dest: Path) -> None:
+    assert not dest.exists()
+    assert not dest.with_suffix(dest.suffix + ".part").exists()
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def test_http_download_verified(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "out" / "data.bin"
+    got = fetch(f"{server.url}/files/data.bin", dest, sha256=digest, size=len(data), **FAST)
+    assert got == dest
+    assert dest.read_bytes() == data
+    assert not dest.with_suffix(".bin.part").exists()
+    assert sha256_file(dest) == digest
+
+
+def test_progress_bar_goes_to_stderr(server, tmp_path, capsys):
+    _, data, _ = _payload(server.root)
+    dest = tmp_path / "d.bin"
+    fetch(f"{server.url}/files/data.bin", dest, backoff=0.01, progress=True)
+    assert dest.read_bytes() == data
+    assert capsys.readouterr().out == ""
+
+
+def test_skip_when_existing_checksum_matches(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    url = f"{server.url}/files/data.bin"
+    rec1 = fetch_with_record(url, dest, sha256=digest, **FAST)
+    assert rec1["skipped"] is False and rec1["attempts"] == 1
+    rec2 = fetch_with_record(url, dest, sha256=digest.upper(), **FAST)
+    assert rec2["skipped"] is True and rec2["attempts"] == 0
+    assert rec2["sha256"] == digest and rec2["bytes"] == len(data)
+    assert server.hits["/files/data.bin"] == 1
+
+
+def test_existing_dest_with_wrong_content_is_replaced(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    dest.write_bytes(b"stale")
+    fetch(f"{server.url}/files/data.bin", dest, sha256=digest, **FAST)
+    assert dest.read_bytes() == data
+    dest.write_bytes(b"stale again")
+    fetch(f"{server.url}/files/data.bin", dest, **FAST)  # no checksum: always re-downloaded
+    assert dest.read_bytes() == data
+
+
+def test_retry_after_two_503(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    rec = fetch_with_record(f"{server.url}/flaky/data.bin", dest, sha256=digest, retries=3, **FAST)
+    assert server.hits["/flaky/data.bin"] == 3
+    assert rec["attempts"] == 3
+    assert dest.read_bytes() == data
+
+
+def test_503_exhausting_retries_fails(server, tmp_path):
+    _payload(server.root)
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError, match=r"503.*") as ei:
+        fetch(f"{server.url}/flaky/data.bin", dest, retries=1, **FAST)
+    assert "giving up after 2 attempt" in str(ei.value)
+    assert server.hits["/flaky/data.bin"] == 2
+    _no_leftovers(dest)
+
+
+def test_persistent_500_is_retried_then_fails(server, tmp_path):
+    dest = tmp_path / "x.bin"
+    with pytest.raises(DownloadError, match="HTTP 500"):
+        fetch(f"{server.url}/error500/x.bin", dest, retries=2, **FAST)
+    assert server.hits["/error500/x.bin"] == 3
+    _no_leftovers(dest)
+
+
+def test_truncated_transfer_is_retried_then_fails(server, tmp_path):
+    _, data, _ = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError) as ei:
+        fetch(f"{server.url}/short/data.bin", dest, retries=2, **FAST)
+    msg = str(ei.value)
+    assert "truncated" in msg and f"received {len(data)} of {len(data) + 1000} bytes" in msg
+    assert f"{server.url}/short/data.bin" in msg
+    assert server.hits["/short/data.bin"] == 3
+    _no_leftovers(dest)
+
+
+def test_short_body_without_content_length_is_caught_by_size(server, tmp_path):
+    # First response is cut in half and has no Content-Length; `size` reveals the truncation.
+    _, data, digest = _payload(server.root, "cut.bin")
+    dest = tmp_path / "cut.bin"
+    rec = fetch_with_record(f"{server.url}/nolength/cut.bin", dest, size=len(data), sha256=digest, **FAST)
+    assert rec["attempts"] == 2
+    assert dest.read_bytes() == data
+
+
+def test_404_fails_immediately(server, tmp_path):
+    dest = tmp_path / "nope.zip"
+    with pytest.raises(DownloadError, match="404") as ei:
+        fetch(f"{server.url}/files/nope.zip", dest, retries=5, backoff=10, timeout=5, progress=False)
+    assert f"{server.url}/files/nope.zip" in str(ei.value)
+    assert server.hits["/files/nope.zip"] == 1
+    _no_leftovers(dest)
+
+
+def test_checksum_mismatch_leaves_no_dest_and_is_not_retried(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    wrong = "0" * 64
+    dest = tmp_path / "data.bin"
+    url = f"{server.url}/files/data.bin"
+    with pytest.raises(ChecksumMismatchError) as ei:
+        fetch(url, dest, sha256=wrong, retries=3, **FAST)
+    msg = str(ei.value)
+    assert url in msg and wrong in msg and digest in msg
+    assert server.hits["/files/data.bin"] == 1
+    _no_leftovers(dest)
+
+
+def test_checksum_mismatch_removes_stale_dest(server, tmp_path):
+    _payload(server.root)
+    dest = tmp_path / "data.bin"
+    dest.write_bytes(b"old")
+    with pytest.raises(ChecksumMismatchError):
+        fetch(f"{server.url}/files/data.bin", dest, sha256="1" * 64, **FAST)
+    _no_leftovers(dest)
+
+
+def test_size_mismatch(server, tmp_path):
+    _, data, _ = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError, match=f"expected {len(data) - 1} bytes, got {len(data)}"):
+        fetch(f"{server.url}/files/data.bin", dest, size=len(data) - 1, **FAST)
+    _no_leftovers(dest)
+
+
+def test_read_timeout_is_retried(server, tmp_path):
+    _payload(server.root)
+    dest = tmp_path / "data.bin"
+    with pytest.raises(DownloadError, match="giving up after 2 attempt"):
+        fetch(f"{server.url}/stall/data.bin", dest, retries=1, backoff=0.01, timeout=0.3, progress=False)
+    assert server.hits["/stall/data.bin"] == 2
+    _no_leftovers(dest)
+
+
+def test_connection_refused_is_retried(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there any more
+    dest = tmp_path / "x"
+    with pytest.raises(DownloadError, match="giving up after 3 attempt.*connection failed"):
+        fetch(f"http://127.0.0.1:{port}/x", dest, retries=2, **FAST)
+    _no_leftovers(dest)
+
+
+def test_unsupported_scheme(tmp_path):
+    with pytest.raises(DownloadError, match="unsupported URL scheme"):
+        fetch("ftp://example.org/x", tmp_path / "x", **FAST)
+
+
+def test_bad_sha_argument(tmp_path):
+    with pytest.raises(ValueError):
+        fetch("/nonexistent", tmp_path / "x", sha256="abc", **FAST)
+
+
+# --------------------------------------------------------------------------- local sources
+
+
+def test_local_path_and_file_url(tmp_path):
+    src, data, digest = _payload(tmp_path)
+    d1 = fetch(src, tmp_path / "a" / "copy1.bin", sha256=digest, **FAST)
+    d2 = fetch(src.as_uri(), tmp_path / "a" / "copy2.bin", sha256=digest, **FAST)
+    d3 = fetch(str(src), tmp_path / "a" / "copy3", **FAST)
+    for d in (d1, d2, d3):
+        assert d.read_bytes() == data
+    rec = fetch_with_record(src.as_uri(), tmp_path / "a" / "copy4.bin", **FAST)
+    assert rec == {**rec, "url": src.as_uri(), "sha256": digest, "bytes": len(data), "skipped": False}
+
+
+def test_local_missing_source(tmp_path):
+    dest = tmp_path / "d.bin"
+    with pytest.raises(DownloadError, match="does not exist"):
+        fetch(tmp_path / "missing.bin", dest, **FAST)
+    _no_leftovers(dest)
+
+
+def test_local_checksum_mismatch(tmp_path):
+    src, _, _ = _payload(tmp_path)
+    dest = tmp_path / "d.bin"
+    with pytest.raises(ChecksumMismatchError):
+        fetch(src, dest, sha256="f" * 64, **FAST)
+    _no_leftovers(dest)
+
+
+def test_sha256_file(tmp_path):
+    p = tmp_path / "f"
+    p.write_bytes(b"hello\n" * 100_000)
+    assert sha256_file(p) == hashlib.sha256(b"hello\n" * 100_000).hexdigest()
+
+
+# --------------------------------------------------------------------------- mirrors
+
+BASE = "https://object.pouta.csc.fi"
+
+
+def test_resolve_mirror_variants(tmp_path):
+    url = f"{BASE}/OPUS-Tatoeba/v2/moses/de-en.txt.zip"
+    assert resolve_mirror(url, None, BASE) == url
+    assert resolve_mirror(url, "", BASE) == url
+    assert resolve_mirror(url, str(tmp_path), BASE) == str(tmp_path / "OPUS-Tatoeba/v2/moses/de-en.txt.zip")
+    assert resolve_mirror(url, tmp_path, BASE + "/") == str(tmp_path / "OPUS-Tatoeba/v2/moses/de-en.txt.zip")
+    assert resolve_mirror(url, "http://127.0.0.1:1/m/", BASE) == "http://127.0.0.1:1/m/OPUS-Tatoeba/v2/moses/de-en.txt.zip"
+    assert resolve_mirror(url, "file:///srv/m", BASE) == "file:///srv/m/OPUS-Tatoeba/v2/moses/de-en.txt.zip"
+    other = "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
+    assert resolve_mirror(other, str(tmp_path), BASE) == other
+    # prefix must match on a path boundary
+    assert resolve_mirror(BASE + "x/file", str(tmp_path), BASE) == BASE + "x/file"
+    with pytest.raises(DownloadError, match=r"\.\."):
+        resolve_mirror(f"{BASE}/../etc/passwd", str(tmp_path), BASE)
+
+
+def _opus_zip(path: Path, corpus: str, l1: str, l2: str, n: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"{corpus}.{l1}-{l2}.{l1}", "".join(f"{l1} sentence {i}\n" for i in range(n)))
+        zf.writestr(f"{corpus}.{l1}-{l2}.{l2}", "".join(f"{l2} sentence {i}\n" for i in range(n)))
+        zf.writestr("README", "readme\n")
+        zf.writestr("LICENSE", "license\n")
+
+
+@pytest.mark.parametrize("via", ["directory", "http"])
+def test_fetch_through_opus_mirror(server, tmp_path, via):
+    # Mirror with the OPUS object-store layout OPUS-{corpus}/{version}/moses/{pair}.txt.zip
+    mirror_dir = server.root / "opus-mirror"
+    zpath = mirror_dir / "OPUS-Tatoeba" / "v2023-04-12" / "moses" / "de-en.txt.zip"
+    _opus_zip(zpath, "Tatoeba", "de", "en", 7)
+    digest = sha256_file(zpath)
+    url = opus_moses_url("Tatoeba", "v2023-04-12", "en", "de", base_url=BASE)
+    assert url == f"{BASE}/OPUS-Tatoeba/v2023-04-12/moses/de-en.txt.zip"
+    mirror = str(mirror_dir) if via == "directory" else f"{server.url}/files/opus-mirror"
+    resolved = resolve_mirror(url, mirror, BASE)
+    dest = fetch(resolved, tmp_path / "dl" / "de-en.txt.zip", sha256=digest, **FAST)
+    stats = extract_opus_moses(dest, "Tatoeba", "en", "de", tmp_path / "t.en", tmp_path / "t.de", progress=False)
+    assert stats["written"] == 7
+    assert (tmp_path / "t.en").read_text().splitlines()[3] == "en sentence 3"
+    assert (tmp_path / "t.de").read_text().splitlines()[3] == "de sentence 3"
+    if via == "http":
+        assert server.hits["/files/opus-mirror/OPUS-Tatoeba/v2023-04-12/moses/de-en.txt.zip"] == 1
+
+
+def test_missing_file_in_mirror_directory(tmp_path):
+    url = opus_moses_url("Tatoeba", "v1", "fr", "en", base_url=BASE)
+    resolved = resolve_mirror(url, str(tmp_path / "mirror"), BASE)
+    with pytest.raises(DownloadError, match="does not exist"):
+        fetch(resolved, tmp_path / "x.zip", **FAST)
+    _no_leftovers(tmp_path / "x.zip")
+
+
+def test_cli_fetch_404_is_an_error_unless_absent_pairs_allowed(server, tmp_path):
+    import zipfile
+
+    from laser_repro import cli
+    from laser_repro.corpora import absent_pair_url
+
+    url = f"{server.url}/files/en-kzj.txt.zip"
+    dest = tmp_path / "en-kzj.txt.zip"
+    with pytest.raises(DownloadError, match="404"):
+        cli.main(["fetch", "--url", url, "--dest", str(dest), "--retries", "0"])
+    assert not dest.exists()
+    cli.main(["fetch", "--url", url, "--dest", str(dest), "--retries", "0", "--absent-ok"])
+    with zipfile.ZipFile(dest) as zf:
+        assert absent_pair_url(zf).startswith(url)
