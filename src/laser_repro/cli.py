@@ -126,6 +126,13 @@ def cmd_train(a):
     torch.set_num_threads(a.threads)
     train = dict(settings["train"])
     gpus = torch.cuda.device_count()
+    # keep the planned tokens per update whatever the number of devices found here
+    planned = train["max_tokens"] * max(train.pop("gpus"), 1) * train["update_freq"]
+    train.pop("tokens_per_update", None)
+    devices = max(gpus, 1)
+    train["update_freq"] = max(1, -(-planned // (train["max_tokens"] * devices)))
+    log.info("tokens per update: %d planned, %d x %d devices x update_freq %d here",
+             planned, train["max_tokens"], devices, train["update_freq"])
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
                                              settings["model"], train, cpu=gpus == 0)
     log.info("fairseq-train %s", " ".join(argv))
