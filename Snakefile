@@ -7,6 +7,10 @@ min_version("9.0")
 configfile: "config/small.yaml"
 
 
+envvars:
+    "PATH",
+
+
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -1,11 +1,13 @@
 # Shared paths and input functions. The run plan (bitexts, pairs) comes from laser_repro.config.
+import os
 import sys
 
 from laser_repro import config as run_config
 from laser_repro import languages
 
-# Python of the environment running Snakemake: rules call `$PY -m laser_repro.cli ...`.
-PY = sys.executable
+# Rules call the package's `laser-repro` command: put the environment running Snakemake first on
+# PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 PLAN = run_config.Plan(run_config.validate(config, source="snakemake config"))
 CFG = PLAN.config
 RUN = f"results/{CFG['run_name']}"
@@ -13,6 +15,7 @@ TABLE1 = [f"results/tables/{CFG['run_name']}/table1.md", f"results/tables/{CFG['
 DATA_ROOT = CFG.get("data_root")
 
 wildcard_constraints:
+    run=CFG["run_name"],
     src="[a-z]{3}",
     tgt="[a-z]{3}",
     lang="[a-z]{3}",
@@ -52,7 +55,7 @@ def binarized_files():
 
 def logged(cmd):
     """Shell command with its stderr and stdout sent to the rule's log."""
-    return cmd + " > {log} 2>&1"
+    return f"{cmd} > {{log}} 2>&1"
 
 
 def shell_quote_json(data):
@@ -61,3 +64,73 @@ def shell_quote_json(data):
     import shlex
 
     return shlex.quote(json.dumps(data, sort_keys=True))
+
+
+def opus_zip(corpus, src, tgt):
+    c = PLAN.corpora[corpus]
+    a, b = sorted([languages.opus_code(src, c.get("codes")), languages.opus_code(tgt, c.get("codes"))])
+    return f"resources/opus/OPUS-{c['corpus']}/{c['version']}/moses/{a}-{b}.txt.zip"
+
+
+def local_corpus_file(corpus, lang):
+    """A language's file of a local N-way corpus: under data_root, or extracted from the download."""
+    c = PLAN.corpora[corpus]
+    code = getattr(languages.get(lang), c["code_column"])
+    if DATA_ROOT:
+        return c["path"].format(root=DATA_ROOT, code=code)
+    if "download" not in c:
+        raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no download section")
+    return f"resources/{corpus}/{code}"
+
+
+def tatoeba_test_file(lang, side):
+    if DATA_ROOT:
+        return CFG["evaluation"]["tatoeba"]["path"].format(root=DATA_ROOT, lang=lang, side=side)
+    return f"resources/tatoeba-v1/tatoeba.{lang}-eng.{side}"
+
+
+def extract_inputs(w):
+    c = PLAN.corpora[w.corpus]
+    if c["kind"] == "opus":
+        files = {"zip": opus_zip(w.corpus, w.src, w.tgt)}
+    elif c["layout"] == "nway":
+        files = {"src_file": local_corpus_file(w.corpus, w.src), "tgt_file": local_corpus_file(w.corpus, w.tgt)}
+    else:
+        root = DATA_ROOT or "resources"
+        files = {side: c["path"].format(root=root, src=w.src, tgt=w.tgt, side=lang)
+                 for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
+    if c.get("exclude_tatoeba_test"):
+        xx = w.src if w.src != "eng" else w.tgt
+        if xx != "eng" and languages.get(xx).tatoeba_test:
+            files["tatoeba"] = [tatoeba_test_file(xx, xx), tatoeba_test_file(xx, "eng")]
+    return files
+
+
+def extract_args(w, input):
+    c = PLAN.corpora[w.corpus]
+    args = [f"--src {w.src} --tgt {w.tgt}"]
+    if c["kind"] == "opus":
+        args.append(f"--opus-zip {input.zip} --opus-corpus {c['corpus']}"
+                    f" --src-code {languages.opus_code(w.src, c.get('codes'))}"
+                    f" --tgt-code {languages.opus_code(w.tgt, c.get('codes'))}")
+    else:
+        args.append(f"--src-file {input.src_file} --tgt-file {input.tgt_file}")
+    for key in ("first_n", "max_pairs"):
+        if c.get(key):
+            args.append(f"--{key.replace('_', '-')} {c[key]}")
+    filters = CFG["filters"]
+    args.append(f"--max-chars {filters['max_chars']}")
+    if filters.get("max_ratio"):
+        args.append(f"--max-ratio {filters['max_ratio']}")
+    if "tatoeba" in input.keys():
+        args.append(f"--exclude-tatoeba {input.tatoeba[0]} {input.tatoeba[1]}")
+    return " ".join(args)
+
+
+def opus_sha256_arg(w):
+    """--sha256 for an OPUS zip when a corpus of the config pins its checksum."""
+    name = f"{w.zipname}.txt.zip"
+    for c in PLAN.corpora.values():
+        if c.get("corpus") == w.opus_corpus and name in c.get("sha256", {}):
+            return f"--sha256 {c['sha256'][name]}"
+    return ""

@@ -3,17 +3,19 @@
 
 rule preprocess_shard:
     input:
-        RUN + "/corpora/{corpus}/{src}-{tgt}.{lang}",
+        "results/{run}/corpora/{corpus}/{src}-{tgt}.{lang}",
     output:
-        RUN + "/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}",
+        "results/{run}/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}",
     log:
-        RUN + "/logs/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}.log",
+        "results/{run}/logs/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}.log",
     params:
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
         block=CFG["preprocess"]["block_lines"],
     resources:
         mem_mb=1500,
         runtime=240,
+    conda:
+        "../../envs/laser.yaml"
     shell:
-        logged("{PY} -m laser_repro.cli preprocess --lang {wildcards.lang} --input {input} --output {output}"
+        logged("laser-repro preprocess --lang {wildcards.lang} --input {input} --output {output}"
                " --shard {wildcards.k} --of {wildcards.n} --block-lines {params.block} {params.lowercase}")

@@ -3,21 +3,23 @@
 
 rule binarize_pair:
     input:
-        src=RUN + "/bpe/train/{src}-{tgt}.{src}",
-        tgt=RUN + "/bpe/train/{src}-{tgt}.{tgt}",
-        dict=RUN + "/bin/dict.txt",
+        src="results/{run}/bpe/train/{src}-{tgt}.{src}",
+        tgt="results/{run}/bpe/train/{src}-{tgt}.{tgt}",
+        dict="results/{run}/bin/dict.txt",
     output:
-        multiext(RUN + "/bin/train.{src}-{tgt}.{src}", ".bin", ".idx"),
-        multiext(RUN + "/bin/train.{src}-{tgt}.{tgt}", ".bin", ".idx"),
+        multiext("results/{run}/bin/train.{src}-{tgt}.{src}", ".bin", ".idx"),
+        multiext("results/{run}/bin/train.{src}-{tgt}.{tgt}", ".bin", ".idx"),
     log:
-        RUN + "/logs/binarize/{src}-{tgt}.log",
+        "results/{run}/logs/binarize/{src}-{tgt}.log",
     params:
-        prefix=RUN + "/bpe/train/{src}-{tgt}",
-        dest=RUN + "/bin",
+        prefix=lambda w, input: input.src.removesuffix(f".{w.src}"),
+        dest=lambda w, input: os.path.dirname(input.dict),
     resources:
         mem_mb=2000,
+    conda:
+        "../../envs/laser.yaml"
     shell:
-        logged("{PY} -m laser_repro.cli binarize --src {wildcards.src} --tgt {wildcards.tgt}"
+        logged("laser-repro binarize --src {wildcards.src} --tgt {wildcards.tgt}"
                " --train-prefix {params.prefix} --dict {input.dict} --dest {params.dest}")
 
 
@@ -26,16 +28,17 @@ rule binarize_pair:
 rule train:
     input:
         binarized_files(),
-        dict=RUN + "/bin/dict.txt",
+        dict="results/{run}/bin/dict.txt",
     output:
-        RUN + "/model/checkpoint_final.pt",
+        "results/{run}/model/checkpoint_final.pt",
     log:
-        RUN + "/logs/train.log",
+        "results/{run}/logs/train.log",
     benchmark:
-        RUN + "/benchmarks/train.tsv"
+        "results/{run}/benchmarks/train.tsv"
     params:
-        data=RUN + "/bin",
-        save_dir=RUN + "/checkpoints",
+        data=lambda w, input: os.path.dirname(input.dict),
+        # beside model/, not an output (see above)
+        save_dir=lambda w, output: os.path.join(os.path.dirname(os.path.dirname(output[0])), "checkpoints"),
         config_json=lambda w: shell_quote_json({"pairs": [f"{s}-{t}" for s, t in PLAN.pairs],
                                                 "targets": PLAN.targets, "model": CFG["model"],
                                                 "train": CFG["train"]}),
@@ -43,17 +46,21 @@ rule train:
     resources:
         mem_mb=16000,
         runtime=7200,
+    conda:
+        "../../envs/laser.yaml"
     shell:
-        logged("{PY} -m laser_repro.cli train --data {params.data} --save-dir {params.save_dir}"
+        logged("laser-repro train --data {params.data} --save-dir {params.save_dir}"
                " --final {output} --threads {threads} --settings {params.config_json}")
 
 
 rule export_encoder:
     input:
-        RUN + "/model/checkpoint_final.pt",
+        "results/{run}/model/checkpoint_final.pt",
     output:
-        RUN + "/encoder/encoder.pt",
+        "results/{run}/encoder/encoder.pt",
     log:
-        RUN + "/logs/export.log",
+        "results/{run}/logs/export.log",
+    conda:
+        "../../envs/laser.yaml"
     shell:
-        logged("{PY} -m laser_repro.cli export --checkpoint {input} --output {output}")
+        logged("laser-repro export --checkpoint {input} --output {output}")
