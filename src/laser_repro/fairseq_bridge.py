@@ -1,0 +1,410 @@
+"""The one module through which the pipeline talks to fairseq.
+
+* :func:`binarize_pair`      -- ``fairseq-preprocess`` of one bitext into a shared data dir
+* :func:`fairseq_train_argv` -- the ``fairseq-train`` command line for our task/model
+* :func:`train`              -- run ``fairseq-train`` in-process (resumes from checkpoint_last.pt)
+* :func:`load_checkpoint`    -- load one of OUR training checkpoints (``weights_only`` kept)
+* :func:`load_model`         -- rebuild the fairseq model of such a checkpoint
+
+fairseq itself is imported lazily, so building command lines does not need it.
+
+Checkpoint loading under torch >= 2.6 (``torch.load(weights_only=True)`` by default):
+fairseq 0.12 calls ``torch.load`` without ``weights_only``; a training checkpoint of the
+``laser_lstm`` model holds, besides tensors and plain containers, exactly one non-primitive
+class -- ``argparse.Namespace`` (the legacy model/task arguments inside ``cfg``).  Instead of
+switching to unsafe pickle loading, we keep ``weights_only=True`` and allowlist only the
+classes in :data:`CHECKPOINT_SAFE_GLOBALS`, and only while our own code runs
+(``torch.serialization.safe_globals`` context).  Any other object in a file still makes the
+load fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Iterable, Mapping, Optional, Sequence
+
+import torch
+
+#: the ``--user-dir`` of our fairseq plugin
+PLUGIN_DIR = str(Path(__file__).resolve().parent / "fairseq_plugin")
+
+#: the only non-primitive classes a laser_lstm training checkpoint contains
+CHECKPOINT_SAFE_GLOBALS = [argparse.Namespace]
+
+_MODEL_KEYS = {
+    # key -> fairseq option
+    "encoder_layers": "--encoder-layers",
+    "encoder_hidden_size": "--encoder-hidden-size",
+    "encoder_embed_dim": "--encoder-embed-dim",
+    "encoder_bidirectional": "--encoder-bidirectional",
+    "decoder_hidden_size": "--decoder-hidden-size",
+    "decoder_embed_dim": "--decoder-embed-dim",
+    "decoder_layers": "--decoder-layers",
+    "decoder_lang_embed_dim": "--decoder-lang-embed-dim",
+    "decoder_out_embed_dim": "--decoder-out-embed-dim",
+    "share_decoder_input_output_embed": "--share-decoder-input-output-embed",
+    "dropout": "--dropout",
+    "max_source_positions": "--max-source-positions",
+    "max_target_positions": "--max-target-positions",
+}
+_TRAIN_KEYS = {
+    "lr": "--lr",
+    "max_tokens": "--max-tokens",
+    "max_sentences": "--batch-size",
+    "update_freq": "--update-freq",
+    "max_epoch": "--max-epoch",
+    "max_update": "--max-update",
+    "seed": "--seed",
+    "log_interval": "--log-interval",
+    "save_interval_updates": "--save-interval-updates",
+    "keep_interval_updates": "--keep-interval-updates",
+    "clip_norm": "--clip-norm",
+    "log_file": "--log-file",
+}
+_TRAIN_FLAGS = {"fp16": "--fp16"}
+_REQUIRED_TRAIN_KEYS = ("lr", "max_tokens", "update_freq", "max_epoch", "seed", "log_interval")
+
+
+# -------------------------------------------------------------------------------------------
+# binarization
+# -------------------------------------------------------------------------------------------
+
+
+def _pair_files(split: str, src: str, tgt: str) -> list[str]:
+    return [f"{split}.{src}-{tgt}.{lang}.{ext}" for lang in (src, tgt) for ext in ("bin", "idx")]
+
+
+def binarize_pair(
+    src: str,
+    tgt: str,
+    train_prefix,
+    dict_path,
+    dest_dir,
+    valid_prefix=None,
+    log=None,
+    *,
+    workers: int = 1,
+) -> None:
+    """Binarize ``{train_prefix}.{src}`` / ``{train_prefix}.{tgt}`` (BPE'd, one sentence per line)
+    with the shared dictionary ``dict_path`` into ``dest_dir`` (mmap format).
+
+    fairseq-preprocess runs in a subprocess (this Python) writing into a temporary directory
+    inside ``dest_dir``; the resulting ``train.{src}-{tgt}.{lang}.{bin,idx}`` (and ``valid.*``
+    when ``valid_prefix`` is given) are then moved into place with ``os.replace``.
+    ``log``: a path (appended to) or a writable text file object for fairseq's output; when
+    None the output is only shown on failure.
+    """
+    if src == tgt:
+        raise ValueError(f"refusing to binarize {src}-{tgt}: source and target are the same language")
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    dict_path = Path(dict_path).resolve()
+    if not dict_path.is_file():
+        raise FileNotFoundError(dict_path)
+    prefixes = {"train": Path(train_prefix).resolve()}
+    if valid_prefix is not None:
+        prefixes["valid"] = Path(valid_prefix).resolve()
+    for prefix in prefixes.values():
+        for lang in (src, tgt):
+            f = Path(f"{prefix}.{lang}")
+            if not f.is_file():
+                raise FileNotFoundError(f)
+
+    with tempfile.TemporaryDirectory(dir=dest, prefix=f".binarize-{src}-{tgt}-") as tmp:
+        cmd = [
+            sys.executable, "-m", "fairseq_cli.preprocess",
+            "--source-lang", src, "--target-lang", tgt,
+            "--srcdict", str(dict_path), "--joined-dictionary",
+            "--trainpref", str(prefixes["train"]),
+            "--destdir", tmp,
+            "--dataset-impl", "mmap",
+            "--workers", str(int(workers)),
+        ]
+        if "valid" in prefixes:
+            cmd += ["--validpref", str(prefixes["valid"])]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        output = proc.stdout or ""
+        if log is not None:
+            if hasattr(log, "write"):
+                log.write(output)
+            else:
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(output)
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"fairseq-preprocess failed for {src}-{tgt} (exit {proc.returncode}):\n{output[-4000:]}"
+            )
+        names = [n for split in prefixes for n in _pair_files(split, src, tgt)]
+        for name in names:
+            if not (Path(tmp) / name).is_file():
+                raise RuntimeError(f"fairseq-preprocess did not write {name}:\n{output[-4000:]}")
+        for name in names:
+            os.replace(Path(tmp) / name, dest / name)
+
+
+# -------------------------------------------------------------------------------------------
+# training command line
+# -------------------------------------------------------------------------------------------
+
+
+def _join_pairs(lang_pairs) -> str:
+    if isinstance(lang_pairs, str):
+        return lang_pairs
+    out = []
+    for p in lang_pairs:
+        out.append(p if isinstance(p, str) else f"{p[0]}-{p[1]}")
+    return ",".join(out)
+
+
+def _join_langs(langs) -> str:
+    return langs if isinstance(langs, str) else ",".join(langs)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def has_valid_data(data_dir, lang_pairs) -> bool:
+    """True when ``valid.{src}-{tgt}.*.idx`` exists for at least one (src != tgt) pair."""
+    for pair in _join_pairs(lang_pairs).split(","):
+        if not pair:
+            continue
+        src, tgt = pair.split("-")
+        if src != tgt and all(
+            (Path(data_dir) / f"valid.{src}-{tgt}.{lang}.idx").is_file() for lang in (src, tgt)
+        ):
+            return True
+    return False
+
+
+def fairseq_train_argv(
+    data_dir,
+    save_dir,
+    lang_pairs,
+    target_langs,
+    model: Mapping,
+    train: Mapping,
+    cpu: bool,
+    *,
+    arch: str = "laser_lstm",
+    validate: Optional[bool] = None,
+) -> list[str]:
+    """The ``fairseq-train`` arguments (without the program name) for a LASER model.
+
+    ``lang_pairs``: ``"deu-eng,deu-spa"`` or a list of ``"src-tgt"`` / ``(src, tgt)``;
+    ``target_langs``: ``"eng,spa"`` or a list (order = target-language id).
+    ``model`` keys: encoder_layers, encoder_hidden_size, encoder_embed_dim, decoder_hidden_size,
+    decoder_embed_dim, decoder_lang_embed_dim, dropout (+ optional encoder_bidirectional,
+    decoder_layers, decoder_out_embed_dim, share_decoder_input_output_embed,
+    max_source_positions, max_target_positions).
+    ``train`` keys: lr, max_tokens, update_freq, max_epoch, seed, log_interval (+ optional
+    max_sentences, max_update, save_interval_updates, keep_interval_updates, clip_norm,
+    log_file, fp16).
+    ``validate``: None = validate iff valid.* files exist in ``data_dir``.
+    Optimizer: Adam with a constant learning rate (``--lr-scheduler fixed``), as in the paper.
+    """
+    unknown = set(model) - set(_MODEL_KEYS)
+    if unknown:
+        raise ValueError(f"unknown model keys: {sorted(unknown)}")
+    unknown = set(train) - set(_TRAIN_KEYS) - set(_TRAIN_FLAGS)
+    if unknown:
+        raise ValueError(f"unknown train keys: {sorted(unknown)}")
+    missing = [k for k in _REQUIRED_TRAIN_KEYS if k not in train]
+    if missing:
+        raise ValueError(f"missing train keys: {missing}")
+
+    argv = [
+        str(data_dir),
+        "--user-dir", PLUGIN_DIR,
+        "--task", "laser_multilingual",
+        "--lang-pairs", _join_pairs(lang_pairs),
+        "--target-langs", _join_langs(target_langs),
+        "--arch", arch,
+    ]
+    for key, opt in _MODEL_KEYS.items():
+        if model.get(key) is not None:
+            argv += [opt, _fmt(model[key])]
+    argv += [
+        "--criterion", "cross_entropy",
+        "--optimizer", "adam",
+        "--lr-scheduler", "fixed",
+    ]
+    for key, opt in _TRAIN_KEYS.items():
+        if train.get(key) is not None:
+            argv += [opt, _fmt(train[key])]
+    for key, opt in _TRAIN_FLAGS.items():
+        if train.get(key):
+            argv.append(opt)
+    argv += [
+        "--save-dir", str(save_dir),
+        "--no-epoch-checkpoints",  # keep checkpoint_last.pt (+ checkpoint_best.pt when validating)
+        "--num-workers", "0",
+        "--log-format", "json",
+    ]
+    if validate is None:
+        validate = has_valid_data(data_dir, lang_pairs)
+    if validate:
+        argv.append("--skip-invalid-size-inputs-valid-test")
+    else:
+        argv.append("--disable-validation")
+    if cpu:
+        argv.append("--cpu")
+    return argv
+
+
+# -------------------------------------------------------------------------------------------
+# checkpoints
+# -------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def checkpoint_globals_allowed():
+    """Allow (for ``weights_only`` loading) exactly the classes of :data:`CHECKPOINT_SAFE_GLOBALS`
+    while the block runs."""
+    with torch.serialization.safe_globals(list(CHECKPOINT_SAFE_GLOBALS)):
+        yield
+
+
+def load_checkpoint(path) -> dict:
+    """Load one of our fairseq training checkpoints on CPU, with ``weights_only=True``."""
+    with checkpoint_globals_allowed():
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def checkpoint_model_args(state: Mapping) -> argparse.Namespace:
+    """The model arguments (argparse.Namespace) stored in a training checkpoint."""
+    cfg = state.get("cfg")
+    args = None
+    if isinstance(cfg, Mapping):
+        args = cfg.get("model")
+    if args is None:
+        args = state.get("args")
+    if isinstance(args, Mapping):
+        args = argparse.Namespace(**args)
+    if not isinstance(args, argparse.Namespace):
+        raise ValueError("checkpoint has no model arguments")
+    return copy.deepcopy(args)
+
+
+def checkpoint_dictionary(state: Mapping) -> dict:
+    """``{"symbols", "indices", "bos", "pad", "eos", "unk"}`` saved by the laser_multilingual task."""
+    task_state = state.get("task_state") or {}
+    d = task_state.get("laser_dictionary")
+    if d is None:
+        raise ValueError("checkpoint has no task_state['laser_dictionary'] (not a laser_multilingual checkpoint?)")
+    return d
+
+
+def checkpoint_num_updates(state: Mapping) -> int:
+    history = state.get("optimizer_history") or []
+    return int(history[-1]["num_updates"]) if history else 0
+
+
+def _fairseq_dictionary(info: Mapping):
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    d.symbols = list(info["symbols"])
+    d.count = [1] * len(d.symbols)
+    d.indices = dict(info["indices"])
+    d.bos_index, d.pad_index, d.eos_index, d.unk_index = (
+        int(info["bos"]), int(info["pad"]), int(info["eos"]), int(info["unk"]),
+    )
+    d.nspecial = 4
+    return d
+
+
+def load_model(checkpoint_path):
+    """Rebuild the fairseq ``laser_lstm`` model of one of our checkpoints (eval mode).
+
+    Returns ``(model, dictionary, state)`` where ``dictionary`` is a fairseq Dictionary.
+    """
+    import laser_repro.fairseq_plugin  # noqa: F401  (registers model/task)
+    from laser_repro.fairseq_plugin.laser_lstm import LaserLSTMModel
+
+    state = load_checkpoint(checkpoint_path)
+    args = checkpoint_model_args(state)
+    dictionary = _fairseq_dictionary(checkpoint_dictionary(state))
+    target_langs = (state.get("task_state") or {}).get("laser_target_langs") or []
+    if not target_langs:
+        target_langs = [x for x in str(getattr(args, "target_langs", "")).split(",") if x]
+    task_like = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary, target_langs=target_langs)
+    model = LaserLSTMModel.build_model(args, task_like)
+    model.load_state_dict(state["model"], strict=True)
+    model.eval()
+    return model, dictionary, state
+
+
+# -------------------------------------------------------------------------------------------
+# training
+# -------------------------------------------------------------------------------------------
+
+
+def train(argv: Sequence[str]) -> None:
+    """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
+
+    Re-running with the same ``--save-dir`` resumes from ``checkpoint_last.pt`` (fairseq's
+    default ``--restore-file``); that checkpoint is loaded with ``weights_only=True`` plus
+    the allowlist of :func:`checkpoint_globals_allowed`.
+    """
+    argv = [str(a) for a in argv]
+    import laser_repro.fairseq_plugin  # noqa: F401  (registers + aliases the --user-dir module)
+    from fairseq_cli import train as fairseq_train
+
+    saved_argv = sys.argv
+    sys.argv = ["fairseq-train", *argv]
+    try:
+        with checkpoint_globals_allowed():
+            fairseq_train.cli_main()
+    finally:
+        sys.argv = saved_argv
+
+
+# -------------------------------------------------------------------------------------------
+# command line
+# -------------------------------------------------------------------------------------------
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = (
+        "usage: python -m laser_repro.fairseq_bridge train <fairseq-train args...>\n"
+        "       python -m laser_repro.fairseq_bridge binarize --src S --tgt T --train-prefix P "
+        "--dict D --dest-dir DIR [--valid-prefix V] [--log FILE]"
+    )
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "train":
+        train(rest)
+        return 0
+    if command == "binarize":
+        p = argparse.ArgumentParser(prog="python -m laser_repro.fairseq_bridge binarize")
+        p.add_argument("--src", required=True)
+        p.add_argument("--tgt", required=True)
+        p.add_argument("--train-prefix", required=True)
+        p.add_argument("--dict", required=True)
+        p.add_argument("--dest-dir", required=True)
+        p.add_argument("--valid-prefix")
+        p.add_argument("--log")
+        p.add_argument("--workers", type=int, default=1)
+        a = p.parse_args(rest)
+        binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest_dir, a.valid_prefix, a.log, workers=a.workers)
+        return 0
+    print(usage, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

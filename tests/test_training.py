@@ -1,0 +1,219 @@
+"""End to end through fairseq on a tiny synthetic corpus: binarize -> batches -> train ->
+resume -> export -> standalone encoder parity."""
+
+import random
+from argparse import Namespace
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("fairseq")
+
+import laser_repro.fairseq_plugin  # noqa: E402,F401
+from laser_repro import fairseq_bridge  # noqa: E402
+from laser_repro.encoder import SentenceEncoder  # noqa: E402
+from laser_repro.export import export_encoder  # noqa: E402
+from laser_repro.fairseq_plugin.laser_task import LaserMultilingualTask  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# three source languages (deu, fra, eng) -> two target languages (eng, spa); eng-eng is listed
+# on purpose: the task must skip it (no auto-encoding)
+PAIRS = [("deu", "eng"), ("fra", "spa"), ("eng", "spa")]
+LANG_PAIRS = "deu-eng,fra-spa,eng-spa,eng-eng"
+TARGETS = "eng,spa"
+CONCEPTS = 8
+SMALL_MODEL = dict(
+    encoder_layers=2, encoder_hidden_size=16, encoder_embed_dim=8,
+    decoder_hidden_size=32, decoder_embed_dim=8, decoder_lang_embed_dim=4, dropout=0.1,
+)
+
+
+def word(lang, concept):
+    return f"{lang[:2]}▁{concept}"
+
+
+def write_corpus(root: Path):
+    """~70 training + 8 validation lines per pair; a 'translation' is the same concept
+    sequence written with the target language's words (reversed for spa, to make it a
+    little less trivial)."""
+    rng = random.Random(1234)
+    langs = sorted({lang for pair in PAIRS for lang in pair})
+    with open(root / "dict.txt", "w", encoding="utf-8") as fh:
+        for lang in langs:
+            for c in range(CONCEPTS):
+                fh.write(f"{word(lang, c)} 100\n")
+    prefixes = {}
+    for src, tgt in PAIRS:
+        for split, n in (("train", 70), ("valid", 8)):
+            prefix = root / "text" / f"{split}.{src}-{tgt}"
+            prefix.parent.mkdir(exist_ok=True)
+            with open(f"{prefix}.{src}", "w", encoding="utf-8") as fs, open(f"{prefix}.{tgt}", "w", encoding="utf-8") as ft:
+                for _ in range(n):
+                    seq = [rng.randrange(CONCEPTS) for _ in range(rng.randint(1, 9))]
+                    out = seq[::-1] if tgt == "spa" else seq
+                    fs.write(" ".join(word(src, c) for c in seq) + "\n")
+                    ft.write(" ".join(word(tgt, c) for c in out) + "\n")
+            prefixes[(src, tgt, split)] = prefix
+    return prefixes
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("laser_train")
+    prefixes = write_corpus(root)
+    data = root / "data"
+    data.mkdir()
+    (data / "dict.txt").write_bytes((root / "dict.txt").read_bytes())
+
+    def run(pair):
+        src, tgt = pair
+        fairseq_bridge.binarize_pair(
+            src, tgt, prefixes[(src, tgt, "train")], root / "dict.txt", data,
+            valid_prefix=prefixes[(src, tgt, "valid")], log=root / f"binarize.{src}-{tgt}.log",
+        )
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each call is a fairseq-preprocess subprocess
+        list(pool.map(run, PAIRS))
+    return data
+
+
+def test_binarized_layout(data_dir):
+    names = {p.name for p in data_dir.iterdir()}
+    for src, tgt in PAIRS:
+        for split in ("train", "valid"):
+            for lang in (src, tgt):
+                assert {f"{split}.{src}-{tgt}.{lang}.bin", f"{split}.{src}-{tgt}.{lang}.idx"} <= names
+    assert not [n for n in names if n.startswith(".binarize")], "temporary directory left behind"
+    assert not [n for n in names if "eng-eng" in n]
+    with pytest.raises(ValueError):
+        fairseq_bridge.binarize_pair("eng", "eng", data_dir / "x", data_dir / "dict.txt", data_dir)
+
+
+def make_task(data_dir):
+    args = Namespace(data=str(data_dir), lang_pairs=LANG_PAIRS, target_langs=TARGETS,
+                     max_source_positions=250, max_target_positions=250)
+    return LaserMultilingualTask.setup_task(args)
+
+
+def epoch_batches(task, dataset, epoch, seed=1, max_tokens=60):
+    itr = task.get_batch_iterator(
+        dataset, max_tokens=max_tokens, max_positions=task.max_positions(), seed=seed, epoch=epoch,
+        disable_iterator_cache=True,
+    ).next_epoch_itr(shuffle=True)
+    return list(itr)
+
+
+def test_batches_are_single_pair_with_target_language_id(data_dir):
+    task = make_task(data_dir)
+    assert task.lang_pairs == PAIRS  # eng-eng skipped
+    assert task.target_langs == ["eng", "spa"]
+    task.load_dataset("train")
+    ds = task.dataset("train")
+    assert len(ds) == 70 * len(PAIRS)
+    batches = epoch_batches(task, ds, epoch=1)
+    seen = []
+    pair_sequence = []
+    for batch in batches:
+        ids = batch["id"].numpy()
+        pairs = set(ds.pair_index(ids).tolist())
+        assert len(pairs) == 1, "a batch mixes language pairs"
+        (pair,) = pairs
+        lang_id = batch["net_input"]["tgt_lang_id"]
+        assert lang_id.dtype == torch.long and lang_id.shape == (len(ids),)
+        assert (lang_id == task.target_langs.index(PAIRS[pair][1])).all()
+        assert batch["net_input"]["src_tokens"].size(1) == int(batch["net_input"]["src_lengths"].max())
+        seen.extend(ids.tolist())
+        pair_sequence.append(pair)
+    assert sorted(seen) == list(range(len(ds)))  # every sentence pair exactly once
+    assert set(pair_sequence) == set(range(len(PAIRS)))
+    switches = sum(a != b for a, b in zip(pair_sequence, pair_sequence[1:]))
+    assert switches >= len(PAIRS), "batches of the pairs should be interleaved"
+    # deterministic for a seed, reshuffled across epochs
+    again = [b["id"].tolist() for b in epoch_batches(task, ds, epoch=1)]
+    assert again == [b["id"].tolist() for b in batches]
+    assert [b["id"].tolist() for b in epoch_batches(task, ds, epoch=2)] != again
+    # the right-padded source rows match the binarized sentences
+    batch = batches[0]
+    for row, idx in enumerate(batch["id"].tolist()):
+        n = int(batch["net_input"]["src_lengths"][row])
+        assert torch.equal(batch["net_input"]["src_tokens"][row, :n], ds[idx]["source"])
+
+
+def test_missing_validation_data_needs_disable_validation(data_dir, tmp_path):
+    task = make_task(data_dir)
+    with pytest.raises(FileNotFoundError, match="disable-validation"):
+        task.load_dataset("test")
+    argv = fairseq_bridge.fairseq_train_argv(tmp_path, tmp_path / "ck", LANG_PAIRS, TARGETS, SMALL_MODEL,
+                                             dict(lr=1e-3, max_tokens=10, update_freq=1, max_epoch=1, seed=1,
+                                                  log_interval=1), cpu=True)
+    assert "--disable-validation" in argv
+    argv = fairseq_bridge.fairseq_train_argv(data_dir, tmp_path / "ck", LANG_PAIRS, TARGETS, SMALL_MODEL,
+                                             dict(lr=1e-3, max_tokens=10, update_freq=1, max_epoch=1, seed=1,
+                                                  log_interval=1), cpu=True)
+    assert "--disable-validation" not in argv
+
+
+def collate(ids_list, pad):
+    T = max(len(x) for x in ids_list)
+    tokens = torch.full((len(ids_list), T), pad, dtype=torch.long)
+    for i, ids in enumerate(ids_list):
+        tokens[i, : len(ids)] = torch.tensor(ids)
+    return tokens, torch.tensor([len(x) for x in ids_list])
+
+
+def test_train_resume_export(data_dir, tmp_path):
+    save_dir = tmp_path / "checkpoints"
+    train_cfg = dict(lr=0.001, max_tokens=120, update_freq=1, max_epoch=2, seed=7, log_interval=5)
+    argv = fairseq_bridge.fairseq_train_argv(data_dir, save_dir, LANG_PAIRS, TARGETS, SMALL_MODEL, train_cfg, cpu=True)
+    assert argv[argv.index("--lr-scheduler") + 1] == "fixed"
+    assert "--disable-validation" not in argv  # valid.* files exist
+    fairseq_bridge.train(argv)
+
+    last = save_dir / "checkpoint_last.pt"
+    assert last.is_file() and (save_dir / "checkpoint_best.pt").is_file()
+    assert not list(save_dir.glob("checkpoint[0-9]*.pt"))  # --no-epoch-checkpoints
+    state = fairseq_bridge.load_checkpoint(last)
+    updates_2 = fairseq_bridge.checkpoint_num_updates(state)
+    assert updates_2 > 0 and updates_2 % 2 == 0  # same number of batches in both epochs
+    assert state["extra_state"]["train_iterator"]["epoch"] == 3
+    assert len(state["optimizer_history"]) == 1
+    assert state["model"]["decoder.embed_langs.weight"].shape == (2, SMALL_MODEL["decoder_lang_embed_dim"])
+
+    # rerun with one more epoch: resumes from checkpoint_last.pt instead of starting over
+    train_cfg["max_epoch"] = 3
+    fairseq_bridge.train(
+        fairseq_bridge.fairseq_train_argv(data_dir, save_dir, LANG_PAIRS, TARGETS, SMALL_MODEL, train_cfg, cpu=True)
+    )
+    state = fairseq_bridge.load_checkpoint(last)
+    history = state["optimizer_history"]
+    assert len(history) == 2 and history[0]["num_updates"] == updates_2  # restored, then continued
+    assert fairseq_bridge.checkpoint_num_updates(state) == updates_2 + updates_2 // 2
+    assert state["extra_state"]["train_iterator"]["epoch"] == 4
+
+    # export -> standalone encoder == fairseq encoder
+    out = tmp_path / "encoder.pt"
+    info = export_encoder(last, out)
+    assert info["params"]["num_layers"] == 2 and info["params"]["hidden_size"] == 16
+    assert info["meta"]["num_updates"] == updates_2 + updates_2 // 2
+    model, dictionary, _ = fairseq_bridge.load_model(last)
+    encoder = SentenceEncoder.load(out)
+    assert encoder.dim == 32
+
+    lines = []
+    for src, tgt in PAIRS:
+        for lang in (src, tgt):
+            lines += (data_dir.parent / "text" / f"train.{src}-{tgt}.{lang}").read_text(encoding="utf-8").splitlines()
+    lines += ["", "de▁1 zz▁unknown de▁2"]
+    ids = encoder.encode_tokens(lines)
+    assert ids == [dictionary.encode_line(line, add_if_not_exist=False).tolist() for line in lines]
+    standalone = encoder.embed(lines, max_tokens=100)
+    with torch.no_grad():
+        tokens, lengths = collate(ids, dictionary.pad())
+        reference = model.encoder(tokens, lengths)["sentemb"].numpy()
+    diff = float(np.abs(standalone - reference).max())
+    print(f"trained model: standalone vs fairseq encoder max |diff| = {diff:.2e} over {len(lines)} sentences")
+    assert diff <= 1e-5
