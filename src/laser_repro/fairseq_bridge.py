@@ -23,8 +23,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import logging
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -96,11 +96,11 @@ def binarize_pair(
     """Binarize ``{train_prefix}.{src}`` / ``{train_prefix}.{tgt}`` (BPE'd, one sentence per line)
     with the shared dictionary ``dict_path`` into ``dest_dir`` (mmap format).
 
-    fairseq-preprocess runs in a subprocess (this Python) writing into a temporary directory
+    fairseq-preprocess runs in this process, writing into a temporary directory
     inside ``dest_dir``; the resulting ``train.{src}-{tgt}.{lang}.{bin,idx}`` (and ``valid.*``
     when ``valid_prefix`` is given) are then moved into place with ``os.replace``.
-    ``log``: a path (appended to) or a writable text file object for fairseq's output; when
-    None the output is only shown on failure.
+    ``log``: a path (appended to) or a writable text file object that also receives fairseq's
+    log; fairseq logs to stderr in any case.
     """
     if src == tgt:
         raise ValueError(f"refusing to binarize {src}-{tgt}: source and target are the same language")
@@ -120,7 +120,6 @@ def binarize_pair(
 
     with tempfile.TemporaryDirectory(dir=dest, prefix=f".binarize-{src}-{tgt}-") as tmp:
         cmd = [
-            sys.executable, "-m", "fairseq_cli.preprocess",
             "--source-lang", src, "--target-lang", tgt,
             "--srcdict", str(dict_path), "--joined-dictionary",
             "--trainpref", str(prefixes["train"]),
@@ -130,22 +129,28 @@ def binarize_pair(
         ]
         if "valid" in prefixes:
             cmd += ["--validpref", str(prefixes["valid"])]
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        output = proc.stdout or ""
+        # in-process: one interpreter start and torch/fairseq import per job instead of two
+        from fairseq import options
+        from fairseq_cli import preprocess as fairseq_preprocess
+
+        handler = None
         if log is not None:
-            if hasattr(log, "write"):
-                log.write(output)
-            else:
-                with open(log, "a", encoding="utf-8") as fh:
-                    fh.write(output)
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"fairseq-preprocess failed for {src}-{tgt} (exit {proc.returncode}):\n{output[-4000:]}"
-            )
+            stream = log if hasattr(log, "write") else open(log, "a", encoding="utf-8")
+            handler = logging.StreamHandler(stream)
+            logging.getLogger("fairseq_cli.preprocess").addHandler(handler)
+        try:
+            fairseq_preprocess.main(options.get_preprocessing_parser().parse_args(cmd))
+        except SystemExit as err:
+            raise RuntimeError(f"fairseq-preprocess failed for {src}-{tgt}: arguments {cmd}") from err
+        finally:
+            if handler is not None:
+                logging.getLogger("fairseq_cli.preprocess").removeHandler(handler)
+                if not hasattr(log, "write"):
+                    handler.stream.close()
         names = [n for split in prefixes for n in _pair_files(split, src, tgt)]
         for name in names:
             if not (Path(tmp) / name).is_file():
-                raise RuntimeError(f"fairseq-preprocess did not write {name}:\n{output[-4000:]}")
+                raise RuntimeError(f"fairseq-preprocess did not write {name} (see the log)")
         for name in names:
             os.replace(Path(tmp) / name, dest / name)
 

@@ -58,17 +58,17 @@ import re
 import sys
 import unicodedata
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 __all__ = [
-    "TextPreprocessor",
-    "FastPunctNormalizer",
+    "LANG_ALIASES",
     "FastMosesTokenizer",
+    "FastPunctNormalizer",
+    "TextPreprocessor",
     "preprocess_file",
     "preprocessor_for",
     "remove_non_printing",
-    "LANG_ALIASES",
 ]
 
 #: Language codes that LASER maps onto a Moses code (``Token()`` does the same).
@@ -606,7 +606,7 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
 
     Lines are split on ``\\n`` only (a ``\\r``, U+2028 etc. inside a line stays
     in that line and becomes a space), so the output has exactly as many lines
-    as the input.  Input must be strict UTF-8: otherwise a ValueError naming
+    as the input; every output line ends with ``\\n``, the last one too.  Input must be strict UTF-8: otherwise a ValueError naming
     the file and the 1-based line number is raised.  Output goes to a
     temporary file next to ``out_path`` that is renamed onto it only when
     everything succeeded, and removed otherwise.
@@ -623,7 +623,7 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
         # Binary reading splits on b"\n" only and lets us decode (and report)
         # line by line; a text-mode reader decodes whole chunks.
         with open(in_path, "rb") as fin, open(tmp, "x", encoding="utf-8", newline="\n") as fout, tqdm(
-            total=os.path.getsize(in_path),
+            total=in_path.stat().st_size if in_path.is_file() else None,
             unit="B",
             unit_scale=True,
             desc=in_path.name,
@@ -641,9 +641,7 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
                         f"{in_path}: line {n_lines} is not valid UTF-8 "
                         f"(byte offset {err.start} in the line: {err.reason})"
                     ) from None
-                if line.endswith("\n"):
-                    line = line[:-1]
-                out = preprocessor(line)
+                out = preprocessor(line.removesuffix("\n"))
                 if not out:
                     n_empty += 1
                 write(out)
