@@ -32,7 +32,7 @@ def test_lint_is_clean():
 
 def test_paper_config_dry_run_names_real_urls(tmp_path):
     start = time.perf_counter()
-    proc = run_snakemake("-n", "-p", "--quiet", "rules", "--configfile", str(REPO / "config" / "paper.yaml"),
+    proc = run_snakemake("-n", "-p", "--configfile", str(REPO / "config" / "paper.yaml"),
                          "--directory", str(tmp_path), timeout=600)
     elapsed = time.perf_counter() - start
     out = proc.stdout + proc.stderr
