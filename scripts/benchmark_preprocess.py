@@ -25,8 +25,8 @@ cycled until --sentences lines are reached: with the default data a pool of
 ones) is repeated ~5 times.  No stage caches anything per sentence, so the
 repetition does not flatter any column.
 
-Every column is the best of --repeats runs over the same lines (the machine may
-be shared).  Everything runs in one thread (sentencepiece with num_threads=1);
+Every column is the best of --repeats runs over the same lines, the runs of
+the columns interleaved (the machine may be shared).  Everything runs in one thread (sentencepiece with num_threads=1);
 --pin-cpu N also pins the process to one CPU.  The fast output is also compared, line by line and byte for byte,
 with the same pipeline running on sacremoses (``backend="reference"``).
 """
@@ -38,19 +38,19 @@ import os
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import itertools
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from laser_repro.preprocess import TextPreprocessor  # noqa: E402
+from laser_repro.preprocess import TextPreprocessor
 
 DEFAULT_INPUTS = {
     "en": ["flores200-dev/eng_Latn.dev", "tatoeba-v1/tatoeba.deu-eng.eng"],
@@ -81,13 +81,16 @@ def load_lines(paths: list[Path], n: int) -> tuple[list[str], int]:
     return list(itertools.islice(itertools.cycle(pool), n)), len(pool)
 
 
-def best_rate(fn, n_items: int, repeats: int) -> float:
-    best = float("inf")
+def best_rates(jobs: dict, n_items: int, repeats: int) -> dict:
+    """Items/second of each job, best of ``repeats``; the runs of the jobs are
+    interleaved so that a load change on a shared machine hits all alike."""
+    best = dict.fromkeys(jobs, float("inf"))
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return n_items / best
+        for name, fn in jobs.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: n_items / t for name, t in best.items()}
 
 
 def train_bpe(lines: list[str], vocab_size: int, tmpdir: str):
@@ -111,7 +114,7 @@ def train_bpe(lines: list[str], vocab_size: int, tmpdir: str):
 def laserembeddings_tokenizer(lang: str):
     try:
         from laserembeddings.preprocessing import Tokenizer
-    except Exception:  # not installed (or broken): skip the column
+    except ImportError:  # not installed: skip the column
         return None
     return Tokenizer(lang=lang).tokenize
 
@@ -122,7 +125,6 @@ def bench_language(lang: str, lines: list[str], repeats: int, vocab_size: int) -
     t0 = time.perf_counter()
     fast = TextPreprocessor(lang)
     fast_setup = time.perf_counter() - t0
-    fast("warm\u00a0up\x01")  # builds the lazily compiled non-printing class once
 
     normalizer, tokenizer = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
 
@@ -148,13 +150,18 @@ def bench_language(lang: str, lines: list[str], repeats: int, vocab_size: int) -
         "fast_setup_s": round(fast_setup, 3),
         "bpe_vocab": sp.get_piece_size(),
     }
-    res["fast"] = best_rate(lambda: [fast(x) for x in lines], n, repeats)
-    res["sacremoses"] = best_rate(lambda: [sacremoses_pre(x) for x in lines], n, repeats)
-    res["bpe"] = best_rate(lambda: encode(fast_out), n, repeats)
-    res["fast+bpe"] = best_rate(lambda: encode([fast(x) for x in lines]), n, repeats)
-    res["sacremoses+bpe"] = best_rate(lambda: encode([sacremoses_pre(x) for x in lines]), n, repeats)
+    jobs = {
+        "fast": lambda: [fast(x) for x in lines],
+        "sacremoses": lambda: [sacremoses_pre(x) for x in lines],
+        "bpe": lambda: encode(fast_out),
+        "fast+bpe": lambda: encode([fast(x) for x in lines]),
+        "sacremoses+bpe": lambda: encode([sacremoses_pre(x) for x in lines]),
+    }
     le = laserembeddings_tokenizer(lang)
-    res["laserembeddings"] = best_rate(lambda: [le(x) for x in lines], n, repeats) if le else None
+    if le is not None:
+        jobs["laserembeddings"] = lambda: [le(x) for x in lines]
+    res.update(best_rates(jobs, n, repeats))
+    res.setdefault("laserembeddings", None)
     res["speedup_e2e"] = res["fast+bpe"] / res["sacremoses+bpe"]
     res["speedup_preprocessing"] = res["fast"] / res["sacremoses"]
     return res
@@ -166,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sentences", "-n", type=int, default=10_000, help="sentences per language (default 10000)")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement; the best counts (default 3)")
     p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--data-root", type=Path, default=Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data")))
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        default=REPO / os.environ.get("LASER_REPRO_DATA_ROOT", "../shared/data"),  # relative: to the repository
+        help="shared data directory (default: $LASER_REPRO_DATA_ROOT or ../shared/data)",
+    )
     p.add_argument("--pin-cpu", type=int, help="pin the process to this CPU (default: no pinning)")
     p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args(argv)
@@ -180,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             by_lang.setdefault(lang, []).append(Path(path))
     else:
         for lang, rels in DEFAULT_INPUTS.items():
-            by_lang[lang] = [args.data_root / rel for rel in rels]
+            by_lang[lang] = [(args.data_root / rel).resolve() for rel in rels]
         missing = [str(x) for paths in by_lang.values() for x in paths if not x.is_file()]
         if missing:
             p.error(f"default inputs not found: {missing} (pass LANG:PATH or --data-root)")
@@ -208,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(res)
 
     cols = ["fast", "sacremoses", "laserembeddings", "bpe", "fast+bpe", "sacremoses+bpe"]
-    print("sentences/s on one core (best of %d)" % args.repeats)
+    print(f"sentences/s on one core (best of {args.repeats})")
     print(f"{'lang':<5}{'lines':>7}" + "".join(f"{c:>16}" for c in cols) + f"{'e2e speedup':>13}{'identical':>11}")
     for r in results:
         cells = "".join(f"{r[c]:>16,.0f}" if r[c] is not None else f"{'n/a':>16}" for c in cols)

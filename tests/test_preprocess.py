@@ -27,7 +27,8 @@ from laser_repro.preprocess import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
+# Relative values are taken relative to the repository root.
+DATA_ROOT = REPO / os.environ.get("LASER_REPRO_DATA_ROOT", "../shared/data")
 
 FLORES = {  # file stem -> Moses language code
     "eng_Latn": "en", "deu_Latn": "de", "fra_Latn": "fr", "spa_Latn": "es",
@@ -81,7 +82,7 @@ def assert_same_as_sacremoses(moses, lang, lines, *, raw=True):
                 assert ft.tokenize(tok_in) == rt.tokenize(tok_in, escape=False, return_str=True), (lang, tok_in)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cached_preprocessor(lang: str, backend: str = "fast") -> TextPreprocessor:
     return preprocessor_for(lang, backend=backend)
 
@@ -178,6 +179,28 @@ def test_fast_backend_identical_on_random_strings(moses, lang, n):
     assert_same_as_sacremoses(moses, lang, _random_lines(seed=zlib.crc32(lang.encode()), n=n))
 
 
+def test_fast_paths_recognise_the_installed_sacremoses_rules():
+    # The shortcuts switch themselves off (staying exact, getting slower) when
+    # sacremoses' rules are not the ones they were written for; make that loud.
+    for lang in ("en", "fr", "it"):
+        tok = FastMosesTokenizer(lang)
+        assert tok._comma_hard is not None and tok._apos_hard is not None, lang
+    assert FastMosesTokenizer("de")._comma_hard is not None
+    for lang in ("en", "de", "fr", "ru", "zh"):
+        assert FastPunctNormalizer(lang)._always == (), lang
+
+
+def test_compact_character_classes_match_the_same_characters(moses):
+    rng = random.Random(5)
+    for lang, step in (("en", 1), ("zh", 7), ("ja", 11)):  # sacremoses' zh/ja classes are slow
+        text = "".join([chr(c) for c in range(0, 0x2E80, step)] + [chr(rng.randrange(0x2E80, 0x110000)) for _ in range(500)])
+        ref = moses(lang)[3]
+        pattern = ref.PAD_NOT_ISALNUM[0]
+        compact = pp._compacted(pattern, ref.IsAlnum)
+        assert compact.pattern != pattern.pattern
+        assert compact.split(text) == pattern.split(text), lang
+
+
 def test_reference_and_fast_pipelines_agree():
     for lang in ["en", "de", "fr", "el", "zh", "ja"]:
         fast, ref = cached_preprocessor(lang), cached_preprocessor(lang, "reference")
@@ -227,7 +250,7 @@ def test_segmenters_are_deterministic():
         "東京特許許可局長が今日急遽休暇許可を拒否した。",
     ]
     for lang in ("zh", "ja"):
-        a, b = preprocessor_for(lang), preprocessor_for(lang)
+        a, b = cached_preprocessor(lang), preprocessor_for(lang)
         first = [a(line) for line in lines]
         assert first == [a(line) for line in lines] == [b(line) for line in lines]
 
@@ -242,10 +265,27 @@ def test_lowercase_and_options():
     assert preprocessor_for("el")(greek) == "i athina ."
 
 
+def test_romanisation_is_translit_then_lower():
+    from transliterate import translit
+
+    lines = [text for _, text, _ in EXPECTED] + [
+        "Ο Γιώργος είπε: «Θα έρθω αύριο στις 9:30 π.μ.»",
+        "ΨΥΧΗ, ΧΑΟΣ, ΘΕΟΣ και ΑΥΤΟΚΙΝΗΤΟ — ευχαριστώ!",
+        "Μπαμπάς, ντομάτα, γκρεμός, τσάι, τζάμι, ου, αυ, ευ.",
+    ]
+    moses_only = TextPreprocessor("el", lowercase=False)
+    pre = cached_preprocessor("el")
+    for line in lines:
+        assert pre(line) == translit(moses_only(line), "el", reversed=True).lower(), line
+
+
 def test_preprocessor_for_settings():
-    zh, ja = cached_preprocessor("cmn"), cached_preprocessor("jpn")  # LASER's ISO 639-3 aliases
+    zh, ja = cached_preprocessor("zh"), cached_preprocessor("ja")
     assert (zh.moses_lang, zh.segmenter, zh.romanize) == ("zh", "jieba", False)
     assert (ja.moses_lang, ja.segmenter, ja.romanize) == ("ja", "mecab", False)
+    # LASER's ISO 639-3 aliases
+    assert [pp.LANG_ALIASES[c] for c in ("cmn", "zho", "jpn", "ell")] == ["zh", "zh", "ja", "el"]
+    assert preprocessor_for("ell").moses_lang == "el"
     el = preprocessor_for("el")
     assert el.romanize and el.segmenter is None
     en = preprocessor_for("en", lowercase=False)

@@ -46,7 +46,10 @@ applies the rules in the same order, but
 * takes exact shortcuts for the common cases of commas and apostrophes (each
   guarded by a check that the case applies, the rule chain otherwise);
 * checks non-breaking prefixes only at token-final periods, against
-  precomputed sets (sacremoses rebuilds ``set(IsAlpha)`` per call).
+  precomputed sets (sacremoses rebuilds ``set(IsAlpha)`` per call);
+* writes the big character classes as ranges, which sre tests quickly (the
+  CJK-extended classes sacremoses builds for zh/ja hold 50k characters beyond
+  U+FFFF, tested one by one: milliseconds per line).
 """
 
 from __future__ import annotations
@@ -82,39 +85,16 @@ BACKENDS = ("fast", "reference")
 # Step 1: remove-non-printing-char.perl
 # --------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _non_printing_re() -> re.Pattern:
-    """A character class of every code point in Unicode category C*.
-
-    Built from Python's own Unicode database so that it agrees with
-    ``str.isprintable`` (used as the fast path).  Built lazily: it takes a
-    fraction of a second and most inputs never need it.
-    """
-    ranges = []
-    start = prev = None
-    for cp in range(0x110000):
-        if unicodedata.category(chr(cp))[0] == "C":
-            if start is None:
-                start = cp
-            prev = cp
-        elif start is not None:
-            ranges.append((start, prev))
-            start = None
-    if start is not None:
-        ranges.append((start, prev))
-    body = "".join(
-        f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges
-    )
-    return re.compile(f"[{body}]")
-
-
 def remove_non_printing(text: str) -> str:
     """Replace every character of Unicode category C* by a space."""
     # isprintable() is False for every C* character (and for separators other
-    # than ' ', which are left alone here), so printable text needs no scan.
+    # than ' ', which stay), so most lines need no further look.
     if text.isprintable():
         return text
-    return _non_printing_re().sub(" ", text)
+    for c in set(text):
+        if not c.isprintable() and unicodedata.category(c)[0] == "C":
+            text = text.replace(c, " ")
+    return text
 
 
 # --------------------------------------------------------------------------
@@ -184,6 +164,42 @@ def _template_fn(template: str) -> Callable | str:
         return lambda m: lit + m[1]
     frozen = tuple(parts)
     return lambda m: "".join(p if isinstance(p, str) else m[p] for p in frozen)
+
+
+_CLASS_SPECIAL = frozenset("\\[]^-")
+
+
+def _class_body(chars: str) -> str:
+    """A regex character-class body for exactly the characters in ``chars``,
+    runs merged into ranges.
+
+    sacremoses pastes its Perl property strings into ``[...]``; sre keeps the
+    characters beyond U+FFFF of such a class one by one and tests them in
+    turn, which for the CJK-extended classes of zh/ja (50k such characters)
+    costs milliseconds per character that is not in the class.
+    """
+    cps = sorted(set(map(ord, chars)))
+    parts = []
+    i = 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        a, b = cps[i], cps[j]
+        parts.append(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}")
+        i = j + 1
+    return "".join(parts)
+
+
+def _compacted(rx: re.Pattern, *charsets: str) -> re.Pattern:
+    """``rx`` with each pasted-in character string replaced by its compact
+    class body: the same character sets, hence the same matches.  Strings with
+    characters that are special inside a class are left alone."""
+    pattern = rx.pattern
+    for chars in sorted(charsets, key=len, reverse=True):
+        if chars and chars in pattern and not _CLASS_SPECIAL & set(chars):
+            pattern = pattern.replace(chars, _class_body(chars))
+    return re.compile(pattern, rx.flags)
 
 
 # --------------------------------------------------------------------------
@@ -311,11 +327,11 @@ class FastMosesTokenizer:
         self.lang = lang
         ref = MosesTokenizer(lang=lang)
         self._ref = ref
-        alpha, num = ref.IsAlpha, ref.IsN
+        alpha, num, alnum = ref.IsAlpha, ref.IsN, ref.IsAlnum
 
         # "([^alnum\s.'`,-])" -> " \1 ": the group is the whole match, so
         # splitting on the pattern and joining with spaces is the same thing.
-        self._pad_split = ref.PAD_NOT_ISALNUM[0].split
+        self._pad_split = _compacted(ref.PAD_NOT_ISALNUM[0], alnum).split
 
         # Commas: the three sacremoses rules, plus a shortcut that is exact
         # when no comma touches a number character or another comma and none
@@ -323,11 +339,16 @@ class FastMosesTokenizer:
         # character before it), rule 2 then pads it once more and rule 3
         # cannot match, i.e. "," -> "  ,  ".
         comma_rules = (ref.COMMA_SEPARATE_1, ref.COMMA_SEPARATE_2, ref.COMMA_SEPARATE_3)
-        self._comma = tuple(functools.partial(rx.sub, _template_fn(tpl)) for rx, tpl in comma_rules)
+        self._comma = tuple(
+            functools.partial(_compacted(rx, num).sub, _template_fn(tpl)) for rx, tpl in comma_rules
+        )
         expected = [(f"([^{num}])[,]", r"\1 , "), (f"[,]([^{num}])", r" , \1"), (f"([{num}])[,]$", r"\1 , ")]
         self._comma_hard = None
         if [(rx.pattern, tpl) for rx, tpl in comma_rules] == expected:
-            self._comma_hard = re.compile(f",,|[{num}],|,[{num}]").search
+            # ",," or a number character on either side; every alternative
+            # starts with the comma, so the regex engine can skip to commas.
+            hard = re.compile(f",(?:(?=[,{num}])|(?<=[{num}],))")
+            self._comma_hard = _compacted(hard, num).search
 
         # Apostrophes, per language as sacremoses.  For en/fr/it the rules only
         # look at the two neighbours of each apostrophe; when every apostrophe
@@ -358,14 +379,17 @@ class FastMosesTokenizer:
             rules = [ref.NON_SPECIFIC_APOSTROPHE]
             expected = None
         if expected is not None and [(rx.pattern, tpl) for rx, tpl in rules] == expected:
-            self._apos_hard = re.compile(f"(?<![{alpha}])'|'(?![{alpha}])|'.'").search
+            # Not a letter after it, another apostrophe two on, or not a
+            # letter before it (text starting with one is tested apart).
+            hard = re.compile(f"'(?:(?![{alpha}])|(?=.')|(?<=[^{alpha}]'))")
+            self._apos_hard = _compacted(hard, alpha).search
         apos: list[Callable[[str], str]] = []
         for rx, tpl in rules:
             lit = _as_literal(rx.pattern)
             if lit and "\\" not in tpl:
                 apos.append(functools.partial(_replace, old=lit, new=tpl))
             else:
-                apos.append(functools.partial(rx.sub, _template_fn(tpl)))
+                apos.append(functools.partial(_compacted(rx, alpha, num).sub, _template_fn(tpl)))
         self._apostrophe = tuple(apos)
 
         self._trailing_dot_apos = functools.partial(
@@ -438,7 +462,7 @@ class FastMosesTokenizer:
             else:
                 text = text.replace(",", "  ,  ")
         if "'" in text:
-            if self._apos_hard is None or self._apos_hard(text):
+            if self._apos_hard is None or text[0] == "'" or self._apos_hard(text):
                 for apply in self._apostrophe:
                     text = apply(text)
             else:
@@ -518,11 +542,16 @@ class TextPreprocessor:
 
         self._romanize: Callable[[str], str] | None = None
         if romanize:
-            from transliterate import get_available_language_codes, translit
+            from transliterate import (
+                get_available_language_codes,
+                get_translit_function,
+            )
 
             if moses_lang not in get_available_language_codes():
                 raise ValueError(f"transliterate cannot romanize language {moses_lang!r}")
-            self._romanize = functools.partial(translit, language_code=moses_lang, reversed=True)
+            # What translit(text, lang, reversed=True) does, but with one
+            # language pack (translit() builds a new one, tables and all, per call).
+            self._romanize = functools.partial(get_translit_function(moses_lang), reversed=True)
 
     def __call__(self, line: str) -> str:
         text = remove_non_printing(line)
