@@ -3,7 +3,6 @@ resume -> export -> standalone encoder parity."""
 
 import random
 from argparse import Namespace
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,16 @@ from laser_repro.export import export_encoder  # noqa: E402
 from laser_repro.fairseq_plugin.laser_task import LaserMultilingualTask  # noqa: E402
 
 pytestmark = pytest.mark.slow
+
+@pytest.fixture(autouse=True)
+def _single_thread():
+    """Tiny models gain nothing from intra-op threads, and one thread keeps the tests fast on a
+    busy machine (OpenMP barriers stall when cores are shared)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
 
 # three source languages (deu, fra, eng) -> two target languages (eng, spa); eng-eng is listed
 # on purpose: the task must skip it (no auto-encoding)
@@ -76,8 +85,8 @@ def data_dir(tmp_path_factory):
             valid_prefix=prefixes[(src, tgt, "valid")], log=root / f"binarize.{src}-{tgt}.log",
         )
 
-    with ThreadPoolExecutor(max_workers=2) as pool:  # each call is a fairseq-preprocess subprocess
-        list(pool.map(run, PAIRS))
+    for pair in PAIRS:
+        run(pair)
     return data
 
 
@@ -89,6 +98,11 @@ def test_binarized_layout(data_dir):
                 assert {f"{split}.{src}-{tgt}.{lang}.bin", f"{split}.{src}-{tgt}.{lang}.idx"} <= names
     assert not [n for n in names if n.startswith(".binarize")], "temporary directory left behind"
     assert not [n for n in names if "eng-eng" in n]
+    assert "Wrote preprocessed data" in (data_dir.parent / "binarize.deu-eng.log").read_text()
+    # in-process binarization leaves no FileHandler of fairseq's behind
+    import logging
+
+    assert not [h for h in logging.getLogger("fairseq_cli.preprocess").handlers if isinstance(h, logging.FileHandler)]
     with pytest.raises(ValueError):
         fairseq_bridge.binarize_pair("eng", "eng", data_dir / "x", data_dir / "dict.txt", data_dir)
 

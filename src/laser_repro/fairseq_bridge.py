@@ -13,9 +13,11 @@ fairseq 0.12 calls ``torch.load`` without ``weights_only``; a training checkpoin
 ``laser_lstm`` model holds, besides tensors and plain containers, exactly one non-primitive
 class -- ``argparse.Namespace`` (the legacy model/task arguments inside ``cfg``).  Instead of
 switching to unsafe pickle loading, we keep ``weights_only=True`` and allowlist only the
-classes in :data:`CHECKPOINT_SAFE_GLOBALS`, and only while our own code runs
-(``torch.serialization.safe_globals`` context).  Any other object in a file still makes the
-load fail.
+classes in :data:`CHECKPOINT_SAFE_GLOBALS`: inside a ``torch.serialization.safe_globals``
+context while :func:`train` / :func:`load_checkpoint` run, and (for spawned multi-GPU
+workers) in ``LaserMultilingualTask.setup_task``, i.e. only in processes that train our
+task.  Any other object in a file still makes the load fail; nothing is ever loaded with
+``weights_only=False``.
 """
 
 from __future__ import annotations
@@ -134,17 +136,28 @@ def binarize_pair(
         from fairseq_cli import preprocess as fairseq_preprocess
 
         handler = None
+        fs_logger = logging.getLogger("fairseq_cli.preprocess")
+        saved_level = fs_logger.level
         if log is not None:
             stream = log if hasattr(log, "write") else open(log, "a", encoding="utf-8")
             handler = logging.StreamHandler(stream)
-            logging.getLogger("fairseq_cli.preprocess").addHandler(handler)
+            handler.setLevel(logging.INFO)
+            fs_logger.addHandler(handler)
+            if not fs_logger.isEnabledFor(logging.INFO):  # e.g. root at WARNING (pytest)
+                fs_logger.setLevel(logging.INFO)
         try:
             fairseq_preprocess.main(options.get_preprocessing_parser().parse_args(cmd))
         except SystemExit as err:
             raise RuntimeError(f"fairseq-preprocess failed for {src}-{tgt}: arguments {cmd}") from err
         finally:
+            # fairseq's main() adds a FileHandler for <destdir>/preprocess.log and never removes it
+            for h in list(fs_logger.handlers):
+                if isinstance(h, logging.FileHandler) and os.path.dirname(h.baseFilename) == os.path.abspath(tmp):
+                    fs_logger.removeHandler(h)
+                    h.close()
             if handler is not None:
-                logging.getLogger("fairseq_cli.preprocess").removeHandler(handler)
+                fs_logger.removeHandler(handler)
+                fs_logger.setLevel(saved_level)
                 if not hasattr(log, "write"):
                     handler.stream.close()
         names = [n for split in prefixes for n in _pair_files(split, src, tgt)]

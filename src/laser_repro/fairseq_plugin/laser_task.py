@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import Dictionary, FairseqDataset, LanguagePairDataset, data_utils
 from fairseq.tasks import LegacyFairseqTask, register_task
+
+from laser_repro.fairseq_bridge import CHECKPOINT_SAFE_GLOBALS
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +76,10 @@ class MultiPairDataset(FairseqDataset):
         self.shuffle = shuffle
         lengths = np.array([len(d) for d in self.datasets], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        self.src_sizes = np.concatenate([np.asarray(d.src_sizes, dtype=np.int64) for d in self.datasets])
-        self.tgt_sizes = np.concatenate([np.asarray(d.tgt_sizes, dtype=np.int64) for d in self.datasets])
+        # int32 like fairseq's indexed datasets (hundreds of millions of sentences fit)
+        self.src_sizes = np.concatenate([np.asarray(d.src_sizes, dtype=np.int32) for d in self.datasets])
+        self.tgt_sizes = np.concatenate([np.asarray(d.tgt_sizes, dtype=np.int32) for d in self.datasets])
+        self._sizes = np.maximum(self.src_sizes, self.tgt_sizes)
         pair_dtype = np.int16 if len(self.datasets) < 2**15 else np.int32
         self.pair_of_index = np.repeat(np.arange(len(self.datasets), dtype=pair_dtype), lengths)
 
@@ -100,13 +104,13 @@ class MultiPairDataset(FairseqDataset):
     # -- sizes ----------------------------------------------------------------------------
     @property
     def sizes(self) -> np.ndarray:
-        return np.maximum(self.src_sizes, self.tgt_sizes)
+        return self._sizes
 
     def num_tokens(self, index: int) -> int:
-        return int(max(self.src_sizes[index], self.tgt_sizes[index]))
+        return int(self._sizes[index])
 
     def num_tokens_vec(self, indices) -> np.ndarray:
-        return np.maximum(self.src_sizes[indices], self.tgt_sizes[indices])
+        return self._sizes[indices].astype(np.int64)
 
     def size(self, index: int):
         return (int(self.src_sizes[index]), int(self.tgt_sizes[index]))
@@ -146,7 +150,7 @@ class MultiPairDataset(FairseqDataset):
                 data_utils.batch_by_size(
                     sel,
                     num_tokens_fn=self.num_tokens,
-                    num_tokens_vec=self.num_tokens_vec(sel).astype(np.int64),
+                    num_tokens_vec=self.num_tokens_vec(sel),
                     max_tokens=max_tokens,
                     max_sentences=max_sentences,
                     required_batch_size_multiple=required_batch_size_multiple,
@@ -219,6 +223,11 @@ class LaserMultilingualTask(LegacyFairseqTask):
 
     @classmethod
     def setup_task(cls, args, **kwargs):
+        # fairseq (torch >= 2.6) loads checkpoint_last.pt with weights_only=True; our checkpoints
+        # hold argparse.Namespace objects.  Allowlist exactly those classes in every process
+        # that runs this task (also spawned multi-GPU workers, which do not inherit the
+        # context manager of fairseq_bridge.train).  Loading stays weights_only.
+        torch.serialization.add_safe_globals(list(CHECKPOINT_SAFE_GLOBALS))
         paths = utils.split_paths(args.data)
         if not paths:
             raise ValueError("no data directory given")
