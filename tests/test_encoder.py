@@ -14,13 +14,8 @@ import torch
 from laser_repro.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder, _length_sorted_batches, embed_file
 
 @pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and one thread keeps the tests fast on a
-    busy machine (OpenMP barriers stall when cores are shared)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _single_thread(torch_single_thread):
+    pass
 
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]

@@ -20,13 +20,8 @@ from laser_repro.fairseq_plugin.laser_lstm import (  # noqa: E402
 )
 
 @pytest.fixture(autouse=True)
-def _single_thread():
-    """Tiny models gain nothing from intra-op threads, and one thread keeps the tests fast on a
-    busy machine (OpenMP barriers stall when cores are shared)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+def _single_thread(torch_single_thread):
+    pass
 
 
 SMALL = dict(
