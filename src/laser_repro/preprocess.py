@@ -60,9 +60,9 @@ import os
 import re
 import sys
 import unicodedata
-import uuid
 from collections.abc import Callable
-from pathlib import Path
+
+from laser_repro.textio import atomic_output, iter_lines
 
 __all__ = [
     "LANG_ALIASES",
@@ -642,51 +642,13 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
 
     Returns ``{"lines": N, "empty_after": number of empty output lines}``.
     """
-    from tqdm import tqdm
-
-    in_path, out_path = Path(in_path), Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     n_lines = n_empty = 0
-    try:
-        # Binary reading splits on b"\n" only and lets us decode (and report)
-        # line by line; a text-mode reader decodes whole chunks.
-        with open(in_path, "rb") as fin, open(tmp, "x", encoding="utf-8", newline="\n") as fout, tqdm(
-            total=in_path.stat().st_size if in_path.is_file() else None,
-            unit="B",
-            unit_scale=True,
-            desc=in_path.name,
-            file=sys.stderr,
-            disable=not progress,
-        ) as bar:
-            pending = 0
-            write = fout.write
-            for raw in fin:
-                n_lines += 1
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise ValueError(
-                        f"{in_path}: line {n_lines} is not valid UTF-8 "
-                        f"(byte offset {err.start} in the line: {err.reason})"
-                    ) from None
-                out = preprocessor(line.removesuffix("\n"))
-                if not out:
-                    n_empty += 1
-                write(out)
-                write("\n")
-                pending += len(raw)
-                if pending >= 1 << 20:
-                    bar.update(pending)
-                    pending = 0
-            bar.update(pending)
-        os.replace(tmp, out_path)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
+    with atomic_output(out_path) as out:
+        for line in iter_lines(in_path, progress=progress):
+            processed = preprocessor(line)
+            n_lines += 1
+            n_empty += not processed
+            out.write(processed + "\n")
     return {"lines": n_lines, "empty_after": n_empty}
 
 

@@ -29,7 +29,7 @@ def iter_lines(path: Path | str, *, progress: bool = False, desc: str | None = N
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise InputError(f"{path}:{number}: invalid UTF-8 at byte {err.start}: {raw[max(0, err.start - 10):err.start + 10]!r}") from None
+                raise InputError(f"{path}: line {number}: invalid UTF-8 at byte {err.start} of the line: {raw[max(0, err.start - 10):err.start + 10]!r}") from None
             bar.update()
             yield line[:-1] if line.endswith("\n") else line
 
