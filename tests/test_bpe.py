@@ -42,3 +42,13 @@ def test_dict_and_apply(tmp_path):
     # decoding the pieces gives the original words back
     first = (tmp_path / "a.txt").read_text(encoding="utf-8").splitlines()[0]
     assert "".join(out[0].split()).replace("▁", " ").strip() == first
+
+
+def test_vocab_smaller_than_alphabet_names_the_config_keys(tmp_path):
+    import pytest
+    # 300 distinct CJK characters cannot fit a 100-piece vocabulary at full coverage
+    sample = tmp_path / "sample.txt"
+    sample.write_text("".join(chr(0x4E00 + i) + " " for i in range(300)) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bpe\.vocab_size=100 .*bpe\.character_coverage"):
+        bpe.learn(sample, tmp_path / "spm", vocab_size=100, character_coverage=1.0)
+    assert not (tmp_path / "spm.model").exists()

@@ -1,9 +1,7 @@
 """End to end through fairseq on a tiny synthetic corpus: binarize -> batches -> train ->
 resume -> export -> standalone encoder parity."""
 
-import random
 from argparse import Namespace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from laser_repro import fairseq_bridge  # noqa: E402
 from laser_repro.encoder import SentenceEncoder  # noqa: E402
 from laser_repro.export import export_encoder  # noqa: E402
 from laser_repro.fairseq_plugin.laser_task import LaserMultilingualTask  # noqa: E402
+from tiny_corpus import LANG_PAIRS, PAIRS, SMALL_MODEL, TARGETS, build_binarized  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -24,65 +23,9 @@ def _single_thread(torch_single_thread):
     pass
 
 
-# three source languages (deu, fra, eng) -> two target languages (eng, spa); eng-eng is listed
-# on purpose: the task must skip it (no auto-encoding)
-PAIRS = [("deu", "eng"), ("fra", "spa"), ("eng", "spa")]
-LANG_PAIRS = "deu-eng,fra-spa,eng-spa,eng-eng"
-TARGETS = "eng,spa"
-CONCEPTS = 8
-SMALL_MODEL = dict(
-    encoder_layers=2, encoder_hidden_size=16, encoder_embed_dim=8,
-    decoder_hidden_size=32, decoder_embed_dim=8, decoder_lang_embed_dim=4, dropout=0.1,
-)
-
-
-def word(lang, concept):
-    return f"{lang[:2]}▁{concept}"
-
-
-def write_corpus(root: Path):
-    """~70 training + 8 validation lines per pair; a 'translation' is the same concept
-    sequence written with the target language's words (reversed for spa, to make it a
-    little less trivial)."""
-    rng = random.Random(1234)
-    langs = sorted({lang for pair in PAIRS for lang in pair})
-    with open(root / "dict.txt", "w", encoding="utf-8") as fh:
-        for lang in langs:
-            for c in range(CONCEPTS):
-                fh.write(f"{word(lang, c)} 100\n")
-    prefixes = {}
-    for src, tgt in PAIRS:
-        for split, n in (("train", 70), ("valid", 8)):
-            prefix = root / "text" / f"{split}.{src}-{tgt}"
-            prefix.parent.mkdir(exist_ok=True)
-            with open(f"{prefix}.{src}", "w", encoding="utf-8") as fs, open(f"{prefix}.{tgt}", "w", encoding="utf-8") as ft:
-                for _ in range(n):
-                    seq = [rng.randrange(CONCEPTS) for _ in range(rng.randint(1, 9))]
-                    out = seq[::-1] if tgt == "spa" else seq
-                    fs.write(" ".join(word(src, c) for c in seq) + "\n")
-                    ft.write(" ".join(word(tgt, c) for c in out) + "\n")
-            prefixes[(src, tgt, split)] = prefix
-    return prefixes
-
-
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("laser_train")
-    prefixes = write_corpus(root)
-    data = root / "data"
-    data.mkdir()
-    (data / "dict.txt").write_bytes((root / "dict.txt").read_bytes())
-
-    def run(pair):
-        src, tgt = pair
-        fairseq_bridge.binarize_pair(
-            src, tgt, prefixes[(src, tgt, "train")], root / "dict.txt", data,
-            valid_prefix=prefixes[(src, tgt, "valid")], log=root / f"binarize.{src}-{tgt}.log",
-        )
-
-    for pair in PAIRS:
-        run(pair)
-    return data
+    return build_binarized(tmp_path_factory.mktemp("laser_train"))
 
 
 def test_binarized_layout(data_dir):
@@ -150,6 +93,23 @@ def test_batches_are_single_pair_with_target_language_id(data_dir):
     for row, idx in enumerate(batch["id"].tolist()):
         n = int(batch["net_input"]["src_lengths"][row])
         assert torch.equal(batch["net_input"]["src_tokens"][row, :n], ds[idx]["source"])
+
+
+def test_resumed_epoch_sees_the_batches_of_an_uninterrupted_run(data_dir):
+    """fairseq forms batches with seed + the epoch at which the iterator is created; the task
+    re-forms them every epoch, so an iterator created at epoch 3 (a resumed run) matches one
+    carried over from epoch 1."""
+    task = make_task(data_dir)
+    task.load_dataset("train")
+    carried = task.get_batch_iterator(task.dataset("train"), max_tokens=60, max_positions=task.max_positions(),
+                                      seed=3, epoch=1)
+    for epoch in (1, 2, 3):
+        carried_ids = [b["id"].tolist() for b in carried.next_epoch_itr(shuffle=True)]
+        fresh = make_task(data_dir)
+        fresh.load_dataset("train")
+        created = fresh.get_batch_iterator(fresh.dataset("train"), max_tokens=60,
+                                           max_positions=fresh.max_positions(), seed=3, epoch=epoch)
+        assert [b["id"].tolist() for b in created.next_epoch_itr(shuffle=True)] == carried_ids, epoch
 
 
 def test_missing_validation_data_needs_disable_validation(data_dir, tmp_path):

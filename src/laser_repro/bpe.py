@@ -50,6 +50,26 @@ def learn(sample_path: Path | str, model_prefix: Path | str, *, vocab_size: int,
     model_prefix = Path(model_prefix)
     spm.set_random_generator_seed(seed)
     buffer = io.BytesIO()
+    try:
+        _train_spm(sample_path, buffer, vocab_size, character_coverage, threads)
+    except RuntimeError as err:
+        if "required_chars" in str(err):
+            raise ValueError(
+                f"{sample_path}: bpe.vocab_size={vocab_size} is smaller than the number of characters "
+                f"needed to cover {character_coverage} of the text (sentencepiece: {err}). Raise "
+                "bpe.vocab_size or lower bpe.character_coverage in the config.") from err
+        raise
+    model_path = Path(f"{model_prefix}.model")
+    processor = spm.SentencePieceProcessor(model_proto=buffer.getvalue())
+    with atomic_output(f"{model_prefix}.vocab") as out:
+        for i in range(processor.get_piece_size()):
+            out.write(f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n")
+    with atomic_output(model_path, "wb") as out:
+        out.write(buffer.getvalue())
+    return model_path
+
+
+def _train_spm(sample_path, buffer, vocab_size, character_coverage, threads) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter_lines(sample_path),
         model_writer=buffer,
@@ -66,14 +86,6 @@ def learn(sample_path: Path | str, model_prefix: Path | str, *, vocab_size: int,
         unk_id=0, bos_id=-1, eos_id=-1, pad_id=-1,
         minloglevel=2,
     )
-    model_path = Path(f"{model_prefix}.model")
-    processor = spm.SentencePieceProcessor(model_proto=buffer.getvalue())
-    with atomic_output(f"{model_prefix}.vocab") as out:
-        for i in range(processor.get_piece_size()):
-            out.write(f"{processor.id_to_piece(i)}\t{processor.get_score(i):g}\n")
-    with atomic_output(model_path, "wb") as out:
-        out.write(buffer.getvalue())
-    return model_path
 
 
 def write_fairseq_dict(model_path: Path | str, dict_path: Path | str) -> int:

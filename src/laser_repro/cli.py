@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from laser_repro.textio import read_json, write_json
+
 log = logging.getLogger("laser_repro")
 
 
@@ -61,8 +63,6 @@ def cmd_extract(a):
         stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, **common)
     stats.update({"src": a.src, "tgt": a.tgt})
     log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
-    from laser_repro.textio import write_json
-
     write_json(a.stats, stats)
 
 
@@ -117,26 +117,79 @@ def cmd_binarize(a):
     fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest)
 
 
-def cmd_train(a):
-    import torch
+def _train_worker_argv(a, threads: int) -> list[str]:
+    return ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
+            "--threads", str(threads), "--settings", a.settings]
 
-    from laser_repro import fairseq_bridge
+
+def cmd_train(a):
+    """Launcher: start the worker(s); worker: train one rank (see laser_repro.launch)."""
+    from laser_repro import launch
 
     settings = json.loads(a.settings)
+    if a.launcher == "worker":
+        return _train_worker(a, settings, launch.worker_rank())
+    status_path = Path(a.save_dir) / TRAIN_STATUS
+    status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
+    if a.launcher == "srun":
+        rc = launch.launch_workers("srun", 0, _train_worker_argv(a, a.threads))
+    else:
+        world = launch.local_world_size(settings["train"].get("cpu_processes", 1))
+        if world == 1:
+            return _train_worker(a, settings, launch.Rank())
+        threads = max(1, a.threads // world)
+        rc = launch.launch_workers("torchrun", world, _train_worker_argv(a, threads))
+    status = read_json(status_path) if status_path.exists() else {}
+    if status.get("status") == "preempted":
+        log.warning("training stopped at update %s on request; rerun to resume", status.get("num_updates"))
+        raise SystemExit(launch.EXIT_PREEMPTED)
+    if rc != 0 or status.get("status") != "completed":
+        raise SystemExit(f"training workers failed (exit status {rc}); see the log above")
+
+
+TRAIN_STATUS = "train_status.json"
+
+
+def _train_worker(a, settings: dict, rank) -> None:
+    import torch
+
+    from laser_repro import fairseq_bridge, launch
+
     torch.set_num_threads(a.threads)
     train = dict(settings["train"])
+    planned = train.pop("tokens_per_update", None) or (
+        train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"])
+    train.pop("gpus")
+    train.pop("cpu_processes", None)
+    # the same tokens per update whatever the number of processes found here
+    train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
     gpus = torch.cuda.device_count()
-    # keep the planned tokens per update whatever the number of devices found here
-    planned = train["max_tokens"] * max(train.pop("gpus"), 1) * train["update_freq"]
-    train.pop("tokens_per_update", None)
-    devices = max(gpus, 1)
-    train["update_freq"] = max(1, -(-planned // (train["max_tokens"] * devices)))
-    log.info("tokens per update: %d planned, %d x %d devices x update_freq %d here",
-             planned, train["max_tokens"], devices, train["update_freq"])
+    if rank.source == "srun":  # torchrun sets these itself
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = rank.master_addr, str(rank.master_port)
+    if rank.is_master:
+        log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
+                 planned, train["max_tokens"], rank.world_size, train["update_freq"],
+                 train["max_tokens"] * rank.world_size * train["update_freq"])
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
                                              settings["model"], train, cpu=gpus == 0)
-    log.info("fairseq-train %s", " ".join(argv))
-    fairseq_bridge.train(argv)
+    argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
+                                            cpu=gpus == 0)
+    if rank.is_master:
+        log.info("fairseq-train %s", " ".join(argv))
+    with launch.PreemptionFlag() as flag:
+        outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested)
+    if not rank.is_master:
+        if outcome["preempted"]:
+            raise SystemExit(launch.EXIT_PREEMPTED)
+        return
+    status = {"status": "preempted" if outcome["preempted"] else "completed",
+              "num_updates": outcome["num_updates"], "world_size": rank.world_size,
+              "update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
+              "tokens_per_update": train["max_tokens"] * rank.world_size * train["update_freq"],
+              "signal": flag.signal_number}
+    write_json(Path(a.save_dir) / TRAIN_STATUS, status)
+    if outcome["preempted"]:
+        raise SystemExit(launch.EXIT_PREEMPTED)
     last = Path(a.save_dir) / "checkpoint_last.pt"
     if not last.exists():
         raise SystemExit(f"training finished without {last}")
@@ -185,8 +238,6 @@ def cmd_tatoeba(a):
 
     from laser_repro import tatoeba
     from laser_repro.encoder import SentenceEncoder, embed_file
-    from laser_repro.textio import write_json
-
     torch.set_num_threads(a.threads)
     encoder = SentenceEncoder.load(a.encoder)
     for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
@@ -199,7 +250,7 @@ def cmd_tatoeba(a):
 
 def cmd_table1(a):
     from laser_repro import tables
-    from laser_repro.textio import count_lines, read_json
+    from laser_repro.textio import count_lines
 
     results = {}
     for path in a.scores:
@@ -307,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--final", required=True)
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--settings", required=True, help="JSON: pairs, targets, model, train")
+    s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
+                   help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
+                        "machine; srun: one worker per task of the SLURM allocation; worker: internal")
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("export", help="export the encoder to a standalone LASER-format file")

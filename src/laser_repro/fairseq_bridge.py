@@ -2,7 +2,9 @@
 
 * :func:`binarize_pair`      -- ``fairseq-preprocess`` of one bitext into a shared data dir
 * :func:`fairseq_train_argv` -- the ``fairseq-train`` command line for our task/model
-* :func:`train`              -- run ``fairseq-train`` in-process (resumes from checkpoint_last.pt)
+* :func:`train`              -- run ``fairseq-train`` in-process (resumes from checkpoint_last.pt,
+  stops with a checkpoint when asked to)
+* :func:`distributed_argv`   -- the options of one rank of a multi-process run
 * :func:`load_checkpoint`    -- load one of OUR training checkpoints (``weights_only`` kept)
 * :func:`load_model`         -- rebuild the fairseq model of such a checkpoint
 
@@ -31,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import torch
 
@@ -368,24 +370,85 @@ def load_model(checkpoint_path):
 # -------------------------------------------------------------------------------------------
 
 
-def train(argv: Sequence[str]) -> None:
+def distributed_argv(world_size: int, rank: int, local_rank: int, cpu: bool) -> list[str]:
+    """fairseq options for one rank of a ``world_size``-process run whose rendezvous is in the
+    environment (``MASTER_ADDR`` / ``MASTER_PORT``, set by torchrun or by our srun worker)."""
+    if world_size <= 1:
+        return []
+    argv = [
+        "--distributed-world-size", str(world_size),
+        "--distributed-rank", str(rank),
+        "--device-id", str(local_rank),
+        "--distributed-init-method", "env://",
+        "--distributed-no-spawn",  # the processes exist already (torchrun / srun)
+        "--distributed-backend", "gloo" if cpu else "nccl",
+        # every rank reads checkpoint_last.pt itself (weights_only + our allowlist); otherwise
+        # rank 0 re-pickles it, omegaconf objects included, for a torch.load on the others
+        "--load-checkpoint-on-all-dp-ranks",
+    ]
+    if cpu:
+        # torch's DistributedDataParallel refuses device_ids for CPU modules, which fairseq's
+        # pytorch_ddp wrapper always passes; legacy_ddp all-reduces the gradients itself
+        argv += ["--ddp-backend", "legacy_ddp"]
+    return argv
+
+
+def _any_rank(flag: bool) -> bool:
+    """True when ``flag`` is true on any rank (a no-op without torch.distributed)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return flag
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None) -> dict:
     """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
 
     Re-running with the same ``--save-dir`` resumes from ``checkpoint_last.pt`` (fairseq's
-    default ``--restore-file``); that checkpoint is loaded with ``weights_only=True`` plus
-    the allowlist of :func:`checkpoint_globals_allowed`.
+    default ``--restore-file``: model, optimizer, epoch and position in the epoch); that
+    checkpoint is loaded with ``weights_only=True`` plus the allowlist of
+    :func:`checkpoint_globals_allowed`.
+
+    ``stop_requested``: polled after every update (all ranks agree through an all-reduce); when
+    true, ``checkpoint_last.pt`` is saved at that update and training stops early.
+    Returns ``{"preempted": bool, "num_updates": int}``.
     """
     argv = [str(a) for a in argv]
     import laser_repro.fairseq_plugin  # noqa: F401  (registers + aliases the --user-dir module)
+    from fairseq import checkpoint_utils
     from fairseq_cli import train as fairseq_train
+
+    outcome = {"preempted": False, "num_updates": 0}
+    original = fairseq_train.validate_and_save
+
+    def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
+        valid_losses, should_stop = original(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
+        outcome["num_updates"] = trainer.get_num_updates()
+        if stop_requested is not None and _any_rank(bool(stop_requested())):
+            if not should_stop:  # otherwise fairseq has just saved this very update
+                checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, valid_losses[0])
+            logging.getLogger(__name__).warning(
+                "stop requested: checkpoint saved at update %d (epoch %d); rerun to resume",
+                outcome["num_updates"], epoch_itr.epoch)
+            outcome["preempted"] = True
+            return valid_losses, True
+        return valid_losses, should_stop
 
     saved_argv = sys.argv
     sys.argv = ["fairseq-train", *argv]
+    # fairseq's train loop looks the function up as a module global at every update
+    fairseq_train.validate_and_save = validate_and_save
     try:
         with checkpoint_globals_allowed():
             fairseq_train.cli_main()
     finally:
+        fairseq_train.validate_and_save = original
         sys.argv = saved_argv
+    return outcome
 
 
 # -------------------------------------------------------------------------------------------

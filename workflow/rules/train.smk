@@ -25,6 +25,10 @@ rule binarize_pair:
 
 # The checkpoint directory is deliberately not an output: Snakemake deletes outputs before a job
 # runs, and a rerun must resume from checkpoint_last.pt. checkpoint_final.pt marks completion.
+# Processes: locally one per GPU (torchrun), or train.cpu_processes without GPU. With Snakemake's
+# `mpi` resource set (the SLURM profile: mpi="srun", tasks = GPUs, optional nodes) one worker per
+# SLURM task. A worker that gets SIGTERM/SIGUSR1 saves checkpoint_last.pt and exits with 75, and
+# the retried job resumes from it.
 rule train:
     input:
         binarized_files(),
@@ -42,6 +46,7 @@ rule train:
         config_json=lambda w: shell_quote_json({"pairs": [f"{s}-{t}" for s, t in PLAN.pairs],
                                                 "targets": PLAN.targets, "model": CFG["model"],
                                                 "train": CFG["train"]}),
+        launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
@@ -50,7 +55,8 @@ rule train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --data {params.data} --save-dir {params.save_dir}"
-               " --final {output} --threads {threads} --settings {params.config_json}")
+               " --final {output} --threads {threads} --launcher {params.launcher}"
+               " --settings {params.config_json}")
 
 
 rule export_encoder:

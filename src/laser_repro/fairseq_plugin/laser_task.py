@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from argparse import Namespace
 from typing import List, Sequence, Tuple
 
 import numpy as np
@@ -202,6 +203,12 @@ class LaserMultilingualTask(LegacyFairseqTask):
 
     def __init__(self, args, dictionary: Dictionary, lang_pairs, target_langs):
         super().__init__(args)
+        # fairseq forms the batches with the RNG seeded by seed + the epoch at which the batch
+        # iterator is created, and by default keeps them for all later epochs: a run resumed at
+        # epoch E would then see other batches than an uninterrupted one. Re-forming them every
+        # epoch (seed + epoch) makes a resumed run identical to an uninterrupted one.
+        # (LegacyFairseqTask has no cfg; fairseq reads only this flag from it for our task.)
+        self.cfg = Namespace(rebuild_batches=True)
         self.dictionary = dictionary
         self.lang_pairs: List[Tuple[str, str]] = list(lang_pairs)
         self.target_langs: List[str] = list(target_langs)
