@@ -85,6 +85,10 @@ def test_toy_config_end_to_end(tmp_path):
     assert "skylos" in greek or "gata" in greek
     chinese = (run / "tok" / "toy_nway" / "cmn-eng.cmn.000-of-002").read_text(encoding="utf-8").splitlines()
     assert all(" " in line for line in chinese[:20])
+    # trained by two gloo processes (train.cpu_processes) with the planned 3000 tokens per update
+    status = json.loads((run / "checkpoints" / "train_status.json").read_text())
+    assert (status["status"], status["world_size"], status["update_freq"], status["tokens_per_update"]) == (
+        "completed", 2, 1, 3000)
     # nothing left to do on a rerun
     proc = run_snakemake(*args, "-n")
     assert proc.returncode == 0
