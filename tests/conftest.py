@@ -1,5 +1,19 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures and helpers shared by the test modules."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+TOY_CONFIG = REPO / "tests" / "toy" / "config.yaml"
+sys.path.insert(0, str(REPO / "tests" / "toy"))
+import make_toy_data  # noqa: E402
 
 
 @pytest.fixture
@@ -12,3 +26,34 @@ def torch_single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def run_snakemake(*args, cwd=REPO, timeout=1500, env=None):
+    """``snakemake -s Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
+    env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
+    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    return proc
+
+
+@dataclass
+class ToyRun:
+    """The toy configuration run end to end on this machine (profiles/local)."""
+
+    data_root: Path
+    workdir: Path
+    args: list
+    proc: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="session")
+def toy_local_run(tmp_path_factory) -> ToyRun:
+    """The toy config through Snakemake with the local profile, once per session: checked by
+    test_workflow.py and the reference the SLURM run (test_slurm.py) is compared with."""
+    root = tmp_path_factory.mktemp("toy_local")
+    data_root = make_toy_data.make(root / "data")
+    workdir = root / "work"
+    workdir.mkdir()
+    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(TOY_CONFIG),
+            "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
+    return ToyRun(data_root, workdir, args, run_snakemake(*args))

@@ -3,25 +3,10 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-sys.path.insert(0, str(REPO / "tests" / "toy"))
-import make_toy_data  # noqa: E402
-
-
-def run_snakemake(*args, cwd=REPO, timeout=1500):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    return proc
+from conftest import REPO, run_snakemake
 
 
 def test_lint_is_clean():
@@ -55,13 +40,9 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
 
 
 @pytest.mark.slow
-def test_toy_config_end_to_end(tmp_path):
-    data_root = make_toy_data.make(tmp_path / "data")
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(REPO / "tests" / "toy" / "config.yaml"),
-            "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
-    proc = run_snakemake(*args)
+def test_toy_config_end_to_end(toy_local_run):
+    # the run itself is the session fixture toy_local_run (conftest.py), shared with test_slurm.py
+    workdir, args, proc = toy_local_run.workdir, toy_local_run.args, toy_local_run.proc
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
     table = workdir / "results" / "tables" / "toy" / "table1.csv"
     rows = list(csv.DictReader(open(table, encoding="utf-8")))
