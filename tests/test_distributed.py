@@ -49,6 +49,24 @@ def test_worker_rank_from_torchrun_and_srun(monkeypatch):
     assert launch.worker_rank({"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_ID": "1"}) == launch.Rank()
 
 
+def test_slurm_durations_and_deadline(monkeypatch):
+    assert launch.parse_slurm_duration("1-02:03:04") == 93784
+    assert launch.parse_slurm_duration("02:03:04") == 7384
+    assert launch.parse_slurm_duration("3:04") == 184
+    assert launch.parse_slurm_duration("45") == 2700  # bare minutes
+    assert launch.parse_slurm_duration("UNLIMITED") is None
+    with pytest.raises(ValueError):
+        launch.parse_slurm_duration("1:2:3:4")
+    assert launch.training_deadline(300, {}) is None  # not in a SLURM job
+    monkeypatch.setattr(launch, "slurm_time_left", lambda job: 1000)
+    before = time.time()
+    deadline = launch.training_deadline(300, {"SLURM_JOB_ID": "7"})
+    assert before + 700 <= deadline <= time.time() + 700
+    flag = launch.PreemptionFlag(deadline=time.time() - 1)
+    assert flag.requested and flag.reason == "time limit"
+    assert not launch.PreemptionFlag(deadline=time.time() + 60).requested
+
+
 def test_distributed_argv():
     assert fairseq_bridge.distributed_argv(1, 0, 0, cpu=True) == []
     argv = fairseq_bridge.distributed_argv(2, 1, 0, cpu=True)
@@ -151,7 +169,7 @@ def test_sigterm_mid_epoch_saves_and_rerun_resumes(data_dir, tmp_path, processes
                 proc.kill()
     assert rc == launch.EXIT_PREEMPTED, log_path.read_text()[-3000:]
     status = json.loads((run_dir / "checkpoints" / "train_status.json").read_text())
-    assert status["status"] == "preempted" and status["signal"] == signal.SIGTERM
+    assert status["status"] == "preempted" and status["reason"] == "SIGTERM"
     saved = status["num_updates"]
     assert seen <= saved < reference["num_updates"]
     state = fairseq_bridge.load_checkpoint(run_dir / "checkpoints" / "checkpoint_last.pt")

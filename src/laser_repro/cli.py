@@ -119,7 +119,8 @@ def cmd_binarize(a):
 
 def _train_worker_argv(a, threads: int) -> list[str]:
     return ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
-            "--threads", str(threads), "--settings", a.settings]
+            "--threads", str(threads), "--stop-before-limit", str(a.stop_before_limit),
+            "--settings", a.settings]
 
 
 def cmd_train(a):
@@ -176,7 +177,12 @@ def _train_worker(a, settings: dict, rank) -> None:
                                             cpu=gpus == 0)
     if rank.is_master:
         log.info("fairseq-train %s", " ".join(argv))
-    with launch.PreemptionFlag() as flag:
+    deadline = launch.training_deadline(a.stop_before_limit) if rank.is_master else None
+    if deadline is not None:
+        log.info("inside SLURM job %s: checkpoint and stop at %s (%d s before its time limit)",
+                 os.environ.get("SLURM_JOB_ID"), time.strftime("%H:%M:%S", time.localtime(deadline)),
+                 a.stop_before_limit)
+    with launch.PreemptionFlag(deadline) as flag:
         outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested)
     if not rank.is_master:
         if outcome["preempted"]:
@@ -186,7 +192,7 @@ def _train_worker(a, settings: dict, rank) -> None:
               "num_updates": outcome["num_updates"], "world_size": rank.world_size,
               "update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
               "tokens_per_update": train["max_tokens"] * rank.world_size * train["update_freq"],
-              "signal": flag.signal_number}
+              "reason": flag.reason}
     write_json(Path(a.save_dir) / TRAIN_STATUS, status)
     if outcome["preempted"]:
         raise SystemExit(launch.EXIT_PREEMPTED)
@@ -361,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
                    help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
                         "machine; srun: one worker per task of the SLURM allocation; worker: internal")
+    s.add_argument("--stop-before-limit", type=int, default=300, metavar="SECONDS",
+                   help="inside a SLURM job: checkpoint and exit 75 this long before the job's time limit")
     s.set_defaults(func=cmd_train)
 
     s = sub.add_parser("export", help="export the encoder to a standalone LASER-format file")

@@ -11,8 +11,8 @@ Roles of ``laser-repro train``:
 The world size never changes the optimisation: ``update_freq`` is recomputed so that
 ``max_tokens x world_size x update_freq`` stays the configured tokens per update.
 
-Preemption: SLURM sends SIGUSR1 (``--signal=USR1@<s>``) or SIGTERM (time limit, preemption)
-to every process of the step.  Workers then save ``checkpoint_last.pt`` at the next update
+Stopping early: on SIGTERM / SIGUSR1 (preemption, ``scancel --signal``) and, inside a SLURM job,
+a few minutes before its time limit, workers save ``checkpoint_last.pt`` at the next update
 boundary and exit with :data:`EXIT_PREEMPTED`; rerunning the rule resumes from it.
 """
 
@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -89,6 +90,44 @@ def worker_rank(environ: Optional[Mapping[str, str]] = None) -> Rank:
     return Rank()
 
 
+def slurm_job_geometry(job_id: str) -> dict:
+    """``{"tasks", "nodes", "cpus"}`` of a SLURM job, from ``scontrol show job``."""
+    text = subprocess.run(["scontrol", "show", "job", str(job_id)], check=True,
+                          capture_output=True, text=True).stdout
+    fields = dict(item.split("=", 1) for item in text.split() if "=" in item)
+    try:
+        return {"tasks": int(fields["NumTasks"]), "nodes": int(fields["NumNodes"].split("-")[0]),
+                "cpus": int(fields["NumCPUs"])}
+    except (KeyError, ValueError) as err:
+        raise RuntimeError(f"scontrol show job {job_id}: no NumTasks/NumNodes/NumCPUs in {text!r}") from err
+
+
+def parse_slurm_duration(text: str) -> Optional[int]:
+    """Seconds of a SLURM duration (``[D-]HH:MM:SS``, ``MM:SS``, ``MM``); None for
+    ``UNLIMITED`` / ``NOT_SET`` / ``INVALID``."""
+    text = text.strip()
+    if text.upper() in {"UNLIMITED", "NOT_SET", "INVALID", ""}:
+        return None
+    days, _, clock = text.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    if len(parts) == 1:
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:
+        h, m, sec = 0, parts[0], parts[1]
+    elif len(parts) == 3:
+        h, m, sec = parts
+    else:
+        raise ValueError(f"not a SLURM duration: {text!r}")
+    return ((int(days) if days else 0) * 24 + h) * 3600 + m * 60 + sec
+
+
+def slurm_time_left(job_id: str) -> Optional[int]:
+    """Seconds until the job's time limit (``squeue -o %L``); None when unlimited."""
+    out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-o", "%L"], check=True,
+                         capture_output=True, text=True).stdout
+    return parse_slurm_duration(out.splitlines()[0] if out.strip() else "")
+
+
 def local_world_size(cpu_processes: int) -> int:
     """Processes to start on this machine: one per visible GPU, else ``cpu_processes``."""
     import torch
@@ -111,7 +150,11 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str]) -
     """
     worker = worker_command(worker_argv)
     if launcher == "srun":
-        cmd = ["srun", "--kill-on-bad-exit=1", sys.executable, *worker]
+        # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
+        # start one task): take the geometry from the job itself
+        job = slurm_job_geometry(os.environ["SLURM_JOB_ID"])
+        cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={job['tasks']}", f"--nodes={job['nodes']}",
+               f"--cpus-per-task={max(1, job['cpus'] // job['tasks'])}", sys.executable, *worker]
     elif launcher == "torchrun":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={world_size}", *worker]
@@ -149,10 +192,12 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str]) -
 
 
 class PreemptionFlag:
-    """Set by SIGTERM / SIGUSR1 while installed; polled at every update boundary."""
+    """Set by SIGTERM / SIGUSR1 while installed, or by passing ``deadline`` (``time.time()``
+    seconds); polled at every update boundary."""
 
-    def __init__(self):
+    def __init__(self, deadline: Optional[float] = None):
         self.signal_number: Optional[int] = None
+        self.deadline = deadline
         self._previous = {}
 
     def _handle(self, signum, _frame):
@@ -171,4 +216,24 @@ class PreemptionFlag:
 
     @property
     def requested(self) -> bool:
-        return self.signal_number is not None
+        return self.signal_number is not None or (self.deadline is not None and time.time() >= self.deadline)
+
+    @property
+    def reason(self) -> Optional[str]:
+        if self.signal_number is not None:
+            return signal.Signals(self.signal_number).name
+        if self.deadline is not None and time.time() >= self.deadline:
+            return "time limit"
+        return None
+
+
+def training_deadline(margin_s: int, environ: Optional[Mapping[str, str]] = None) -> Optional[float]:
+    """Inside a SLURM job with a time limit: the time at which to checkpoint and stop, ``margin_s``
+    before the limit. Snakemake's job steps do not pass SLURM's ``--signal`` warning on to a
+    rule's processes reliably, so workers watch the clock themselves."""
+    env = os.environ if environ is None else environ
+    job_id = env.get("SLURM_JOB_ID")
+    if not job_id or margin_s <= 0:
+        return None
+    left = slurm_time_left(job_id)
+    return None if left is None else time.time() + left - margin_s

@@ -96,4 +96,4 @@ rule extract_bitext:
                " --out-src {output.src} --out-tgt {output.tgt} --stats {output.stats}")
 
 
-localrules: download_opus, download_archive, download_tatoeba_test
+localrules: download_opus, download_archive, download_tatoeba_test, extract_archive_member
