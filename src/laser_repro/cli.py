@@ -133,7 +133,11 @@ def cmd_train(a):
     status_path = Path(a.save_dir) / TRAIN_STATUS
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
     if a.launcher == "srun":
-        rc = launch.launch_workers("srun", 0, _train_worker_argv(a, a.threads))
+        job = launch.slurm_job_geometry(os.environ["SLURM_JOB_ID"])
+        # as many threads per worker as CPUs per task (as torchrun's split below): the thread
+        # count changes floating-point sums, so the same split gives the same model
+        threads = max(1, job["cpus"] // job["tasks"])
+        rc = launch.launch_workers("srun", job["tasks"], _train_worker_argv(a, threads), job)
     else:
         world = launch.local_world_size(settings["train"].get("cpu_processes", 1))
         if world == 1:

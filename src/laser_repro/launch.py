@@ -141,18 +141,19 @@ def worker_command(worker_argv: Sequence[str]) -> list[str]:
     return ["-m", "laser_repro.cli", "train", *worker_argv, "--launcher", "worker"]
 
 
-def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str]) -> int:
+def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
+                   job: Optional[Mapping[str, int]] = None) -> int:
     """Start the workers of a multi-process run and wait; returns the launcher's exit status.
 
     ``launcher``: ``"torchrun"`` (``world_size`` processes on this machine) or ``"srun"`` (one per
-    task of the SLURM allocation). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
+    task of the SLURM allocation; ``job``: its :func:`slurm_job_geometry`). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
     the workers, which checkpoint and stop.
     """
     worker = worker_command(worker_argv)
     if launcher == "srun":
         # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
-        # start one task): take the geometry from the job itself
-        job = slurm_job_geometry(os.environ["SLURM_JOB_ID"])
+        # start one task): pass the geometry of the job itself
+        job = job or slurm_job_geometry(os.environ["SLURM_JOB_ID"])
         cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={job['tasks']}", f"--nodes={job['nodes']}",
                f"--cpus-per-task={max(1, job['cpus'] // job['tasks'])}", sys.executable, *worker]
     elif launcher == "torchrun":
