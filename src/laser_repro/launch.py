@@ -152,8 +152,9 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
     worker = worker_command(worker_argv)
     if launcher == "srun":
         # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
-        # start one task): pass the geometry of the job itself
-        job = job or slurm_job_geometry(os.environ["SLURM_JOB_ID"])
+        # start one task): pass the geometry of the job itself (from the caller)
+        if job is None:
+            raise ValueError("srun needs the job geometry (slurm_job_geometry)")
         cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={job['tasks']}", f"--nodes={job['nodes']}",
                f"--cpus-per-task={max(1, job['cpus'] // job['tasks'])}", sys.executable, *worker]
     elif launcher == "torchrun":

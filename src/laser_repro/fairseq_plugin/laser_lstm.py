@@ -96,6 +96,14 @@ def _resolve_derived(args) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def token_embedding(num: int, dim: int, padding_idx: int) -> nn.Embedding:
+    """Token embeddings, uniform in [-0.1, 0.1], the padding row zero (encoder and decoder)."""
+    emb = nn.Embedding(num, dim, padding_idx=padding_idx)
+    nn.init.uniform_(emb.weight, -0.1, 0.1)
+    nn.init.zeros_(emb.weight[padding_idx])
+    return emb
+
+
 class LaserLSTMEncoder(FairseqEncoder):
     """BiLSTM + max-pooling sentence encoder.
 
@@ -125,9 +133,7 @@ class LaserLSTMEncoder(FairseqEncoder):
         self.dropout_in = dropout_in
         self.padding_value = padding_value
         self.max_source_positions = max_source_positions
-        self.embed_tokens = nn.Embedding(len(dictionary), embed_dim, padding_idx=self.padding_idx)
-        nn.init.uniform_(self.embed_tokens.weight, -0.1, 0.1)
-        nn.init.zeros_(self.embed_tokens.weight[self.padding_idx])
+        self.embed_tokens = token_embedding(len(dictionary), embed_dim, self.padding_idx)
         self.lstm = nn.LSTM(
             input_size=embed_dim,
             hidden_size=hidden_size,
@@ -208,9 +214,7 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
         self.max_target_positions = max_target_positions
         self.share_input_output_embed = share_input_output_embed
 
-        self.embed_tokens = nn.Embedding(len(dictionary), embed_dim, padding_idx=self.padding_idx)
-        nn.init.uniform_(self.embed_tokens.weight, -0.1, 0.1)
-        nn.init.zeros_(self.embed_tokens.weight[self.padding_idx])
+        self.embed_tokens = token_embedding(len(dictionary), embed_dim, self.padding_idx)
         self.embed_langs = nn.Embedding(num_langs, lang_embed_dim)
         nn.init.uniform_(self.embed_langs.weight, -0.1, 0.1)
         self.init_hidden = nn.Linear(sentemb_dim, num_layers * hidden_size)
