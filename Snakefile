@@ -1,4 +1,5 @@
-# LASER (Artetxe & Schwenk, TACL 2019) end to end: corpora -> Moses -> joint BPE -> fairseq -> encoder -> Tatoeba.
+# LASER (Artetxe & Schwenk, TACL 2019) end to end: corpora -> Moses -> joint BPE -> fairseq -> encoder ->
+# Tatoeba, BUCC, XNLI, MLDoc and WMT similarity -> the paper's tables.
 # Thin on purpose: rules live in workflow/rules/, logic in the laser_repro package.
 from snakemake.utils import min_version, validate
 
@@ -20,9 +21,12 @@ include: "workflow/rules/preprocess.smk"
 include: "workflow/rules/bpe.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tatoeba.smk"
+include: "workflow/rules/evaluation.smk"
 
 
 rule all:
     input:
         TABLE1,
+        expand(f"{TABLES}/{{table}}.{{ext}}", table=["table2", "table3", "table4", "table8", "table9", "wmt"],
+               ext=["md", "csv"]),
     default_target: True

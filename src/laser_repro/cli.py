@@ -258,12 +258,26 @@ def cmd_tatoeba(a):
     log.info("%s: %s", a.lang, json.dumps(result))
 
 
-def cmd_table1(a):
+def cmd_embed(a):
+    """Embed BPE'd text files with an exported encoder (one .npy per input, rows = lines)."""
+    import torch
+
+    from laser_repro.encoder import SentenceEncoder, embed_file
+    if len(a.input) != len(a.output):
+        raise SystemExit("embed: give one --output per --input")
+    torch.set_num_threads(a.threads)
+    encoder = SentenceEncoder.load(a.encoder)
+    for bpe_path, npy in zip(a.input, a.output):
+        rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
+        log.info("%s: %d sentences -> %s", bpe_path, rows, npy)
+
+
+def cmd_tatoeba_table(a):
     from laser_repro import tables
     from laser_repro.textio import count_lines
 
     results = {}
-    for path in a.scores:
+    for path in a.scores or []:
         res = read_json(path)
         results[res["language"]] = res
     sizes: dict[str, int] = {}
@@ -271,8 +285,30 @@ def cmd_table1(a):
         src = Path(path).suffix.lstrip(".")
         sizes[src] = sizes.get(src, 0) + count_lines(path)
     rows = tables.table1_rows(results, sizes)
-    tables.write_table1(rows, a.md, a.csv, run_name=a.run_name)
+    tables.write_tatoeba_table(rows, a.md, a.csv, run_name=a.run_name, unseen=a.unseen)
     log.info("wrote %s and %s", a.md, a.csv)
+
+
+def cmd_eval_table(a):
+    """Table of one evaluation task, ours beside the paper; `--missing` when the task could not run."""
+    from laser_repro import tables
+
+    if bool(a.scores) == bool(a.missing):
+        raise SystemExit(f"eval-table {a.task}: give --scores or --missing (not both, not neither)")
+    common = dict(run_name=a.run_name, languages_=a.languages, missing=a.missing)
+    if a.task == "bucc":
+        results = [read_json(p) for p in a.scores]
+        tables.write_bucc_table(a.md, a.csv, scores=results or None, pairs=a.pairs, **common)
+        return
+    scores = read_json(a.scores[0]) if a.scores else None
+    if a.task == "xnli":
+        if not (a.md8 and a.csv8):
+            raise SystemExit("eval-table xnli: --md8 and --csv8 (Table 8) are required")
+        tables.write_xnli_tables(a.md, a.csv, a.md8, a.csv8, scores=scores, **common)
+    elif a.task == "mldoc":
+        tables.write_mldoc_table(a.md, a.csv, scores=scores, **common)
+    else:
+        tables.write_wmt_table(a.md, a.csv, scores=scores, **common)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -400,13 +436,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--threads", type=int, default=2)
     s.set_defaults(func=cmd_tatoeba)
 
-    s = sub.add_parser("table1", help="assemble Table 1 (ours beside the paper)")
+    s = sub.add_parser("embed", help="embed BPE'd text files with an exported encoder")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--input", action="append", required=True)
+    s.add_argument("--output", action="append", required=True)
+    s.add_argument("--max-tokens", type=int, default=12000)
+    s.add_argument("--threads", type=int, default=2)
+    s.set_defaults(func=cmd_embed)
+
+    s = sub.add_parser("tatoeba-table", help="assemble Table 1 (or 9 with --unseen) beside the paper")
     s.add_argument("--run-name", required=True)
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
-    s.add_argument("--scores", nargs="+", required=True)
+    s.add_argument("--scores", nargs="*", default=[])
     s.add_argument("--train", nargs="+", required=True)
-    s.set_defaults(func=cmd_table1)
+    s.add_argument("--unseen", action="store_true", help="Table 9: languages without training data")
+    s.set_defaults(func=cmd_tatoeba_table)
+
+    s = sub.add_parser("eval-table", help="assemble the table of an evaluation task beside the paper")
+    s.add_argument("task", choices=["bucc", "xnli", "mldoc", "wmt"])
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--languages", nargs="*", default=[])
+    s.add_argument("--scores", nargs="*", default=[], help="the task's scores JSON (bucc: one per language)")
+    s.add_argument("--pairs", nargs="*", default=[], help="bucc: the extracted test pairs per language")
+    s.add_argument("--missing", help="why the task could not run and how to get its data")
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--md8", help="xnli: Table 8 Markdown")
+    s.add_argument("--csv8", help="xnli: Table 8 CSV")
+    s.set_defaults(func=cmd_eval_table)
+
+    from laser_repro import bucc, mldoc, wmt, xnli
+    for task in (bucc, xnli, mldoc, wmt):
+        task.add_cli(sub)
     return p
 
 

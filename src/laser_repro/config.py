@@ -20,6 +20,10 @@ from laser_repro import languages
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
+# The four BUCC 2018 shared-task languages, each paired with English.
+BUCC_LANGUAGES = {"deu": "de", "fra": "fr", "rus": "ru", "cmn": "zh"}
+
+
 class ConfigError(ValueError):
     """A config value is invalid; the message names the file (when known) and the key path."""
 
@@ -102,6 +106,18 @@ def _check_semantics(config: dict, source: str) -> None:
         known(code, f"evaluation.tatoeba.languages[{i}]")
         if code == "eng":
             raise ConfigError(f"{source}: evaluation.tatoeba.languages[{i}]: eng is the pivot of every Tatoeba pair, not a test language")
+    evaluation = config["evaluation"]
+    for task in ("bucc", "xnli", "mldoc", "wmt"):
+        for i, code in enumerate(evaluation.get(task, {}).get("languages", [])):
+            known(code, f"evaluation.{task}.languages[{i}]")
+    for task in ("xnli", "mldoc", "wmt"):
+        if task in evaluation and "eng" not in evaluation[task]["languages"]:
+            raise ConfigError(f"{source}: evaluation.{task}.languages: must include eng (English is the "
+                              f"training / pivot language of this task)")
+    for i, code in enumerate(evaluation.get("bucc", {}).get("languages", [])):
+        if code not in BUCC_LANGUAGES:
+            raise ConfigError(f"{source}: evaluation.bucc.languages[{i}]: BUCC 2018 has only "
+                              f"{sorted(BUCC_LANGUAGES)} (paired with English), not {code!r}")
     train = config["train"]
     planned = train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"]
     if train.get("tokens_per_update") is not None and train["tokens_per_update"] != planned:
@@ -178,6 +194,21 @@ class Plan:
     @property
     def tatoeba_languages(self) -> list[str]:
         return list(self.config["evaluation"]["tatoeba"]["languages"])
+
+    @cached_property
+    def trained_languages(self) -> set[str]:
+        """Languages with training data in this config (sources and targets)."""
+        return {lang for pair in self.pairs for lang in pair}
+
+    @property
+    def tatoeba_seen(self) -> list[str]:
+        """Tatoeba languages with training data: Table 1."""
+        return [code for code in self.tatoeba_languages if code in self.trained_languages]
+
+    @property
+    def tatoeba_unseen(self) -> list[str]:
+        """Tatoeba languages without any training data in this config: Table 9."""
+        return [code for code in self.tatoeba_languages if code not in self.trained_languages]
 
     def tokens_per_update(self) -> int:
         train = self.config["train"]

@@ -134,3 +134,31 @@ def opus_sha256_arg(w):
         if c.get("corpus") == w.opus_corpus and name in c.get("sha256", {}):
             return f"--sha256 {c['sha256'][name]}"
     return ""
+
+
+# ---- evaluation data (Tables 2-4, 8; WMT similarity) ----------------------------------------------
+EVAL = CFG["evaluation"]
+TABLES = f"results/tables/{CFG['run_name']}"
+EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
+
+
+def eval_input(url, path_template, sha256=None, **fields):
+    """Where an evaluation file comes from: <data_root>/... when data_root is set (read as is), else
+    the download destination resources/eval/<host>/<path> (rule download_eval, mirror-capable)."""
+    if DATA_ROOT:
+        return path_template.format(root=DATA_ROOT, **fields)
+    from urllib.parse import urlsplit
+
+    url = url.format(**fields)
+    parts = urlsplit(url)
+    dest = f"resources/eval/{parts.netloc}{parts.path}"
+    EVAL_DOWNLOADS[dest] = (url, sha256)
+    return dest
+
+
+def missing_note(task, files, how):
+    """None when every input of a task is there (or will be downloaded); else the table's note."""
+    absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
+    if not absent:
+        return None
+    return f"data missing: {', '.join(absent)}. {how}"

@@ -45,7 +45,7 @@ rule tatoeba_evaluate:
 
 rule table1:
     input:
-        scores=expand(f"{RUN}/tatoeba/scores/{{lang}}.json", lang=PLAN.tatoeba_languages),
+        scores=expand(f"{RUN}/tatoeba/scores/{{lang}}.json", lang=PLAN.tatoeba_seen),
         train=[f"{RUN}/bpe/train/{s}-{t}.{s}" for s, t in PLAN.pairs],
     output:
         md="results/tables/{run}/table1.md",
@@ -57,5 +57,23 @@ rule table1:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro table1 --run-name {params.run} --md {output.md} --csv {output.csv}"
+        logged("laser-repro tatoeba-table --run-name {params.run} --md {output.md} --csv {output.csv}"
+               " --scores {input.scores} --train {input.train}")
+
+
+rule table9:
+    input:
+        scores=expand(f"{RUN}/tatoeba/scores/{{lang}}.json", lang=PLAN.tatoeba_unseen),
+        train=[f"{RUN}/bpe/train/{s}-{t}.{s}" for s, t in PLAN.pairs],
+    output:
+        md="results/tables/{run}/table9.md",
+        csv="results/tables/{run}/table9.csv",
+    log:
+        "results/{run}/logs/table9.log",
+    params:
+        run=CFG["run_name"],
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro tatoeba-table --unseen --run-name {params.run} --md {output.md} --csv {output.csv}"
                " --scores {input.scores} --train {input.train}")

@@ -1,0 +1,168 @@
+"""WMT similarity: sacrebleu definitions, offline texts from a fixture archive, N-way join, error rates."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import numpy as np
+import pytest
+from eval_fixtures.wmt import make_test_set
+
+from laser_repro import wmt
+
+TEXTS = {
+    "en": ["The cat sleeps.", "It rains today.", "We go home.", "The train is late.", "She reads a book."],
+    "de": ["Die Katze schläft.", "Heute regnet es.", "Wir gehen nach Hause.", "Der Zug ist spät.", "Sie liest ein Buch."],
+    "fr": ["Le chat dort.", "Il pleut aujourd'hui.", "Nous rentrons.", "Le train est en retard.", "Elle lit un livre."],
+    "cs": ["Kočka spí.", "Dnes prší.", "Jdeme domů.", "Vlak má zpoždění.", "Čte knihu."],
+    "es": ["El gato duerme.", "Hoy llueve.", "Vamos a casa.", "El tren llega tarde.", "Ella lee un libro."],
+}
+
+
+def run_cli(*argv):
+    parser = argparse.ArgumentParser()
+    wmt.add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([str(a) for a in argv])
+    args.func(args)
+
+
+def unit(deg, norm=1.0):
+    return [norm * math.cos(math.radians(deg)), norm * math.sin(math.radians(deg))]
+
+
+# ---------------------------------------------------------------------------------- sacrebleu side
+
+def test_sources_come_from_sacrebleu_definitions():
+    from sacrebleu.dataset import DATASETS
+
+    (src,) = wmt.test_set_sources("wmt14")
+    assert (src.url, src.md5) == ("https://statmt.org/wmt14/test-filtered.tgz", "84c597844c1542e29c2aff23aaee4310")
+    assert src.tarball == "wmt14.test-filtered.tgz" == DATASETS["wmt14"]._get_tarball_filename(src.url)
+    (full,) = wmt.test_set_sources("wmt14/full")
+    assert full.tarball == "wmt14_full.test-full.tgz" == DATASETS["wmt14/full"]._get_tarball_filename(full.url)
+    assert wmt.test_set_downloads("wmt14") == [(src.url, None)]
+    assert wmt.test_set_downloads("wmt14", {"test-filtered.tgz": "ab" * 32}) == [(src.url, "ab" * 32)]
+    with pytest.raises(wmt.WmtError, match="no test set 'wmt99'"):
+        wmt.test_set_sources("wmt99")
+
+
+def test_absent_language_is_reported_with_the_reason():
+    present, absent = wmt.language_pairs("wmt14", ["eng", "ces", "fra", "deu", "spa"])
+    assert present == {"ces": ("cs-en", True), "fra": ("fr-en", True), "deu": ("de-en", True)}
+    assert list(absent) == ["spa"] and "no es-en or en-es pair" in absent["spa"]
+    present, absent = wmt.language_pairs("wmt13", ["eng", "ces", "fra", "deu", "spa"])
+    assert present["spa"] == ("es-en", True) and absent == {}
+
+
+# ---------------------------------------------------------------------------------- join
+
+def seg(doc, pos, en, xx, orig="en"):
+    return wmt.Segment((doc, pos), en, xx, orig)
+
+
+def test_join_needs_same_document_position_and_identical_english():
+    de = [seg("de-only", 0, "Only in de-en.", "Nur de."), seg("a", 0, "One.", "Eins."), seg("a", 1, "Two.", "Zwei."),
+          seg("b", 0, "Three.", "Drei."), seg("b", 1, "Four.", "Vier."), seg("c", 0, "One.", "Eins!"),
+          seg("c", 1, "", "Leer."), seg("d", 0, "Five.", "Fünf.")]
+    fr = [seg("d", 0, "Five.", "Cinq."), seg("a", 0, "One.", "Un."), seg("a", 1, "Two.", "Deux."),
+          seg("b", 0, "Three!", "Trois."), seg("b", 1, "Four.", "Quatre."), seg("c", 0, "One.", "Un !"),
+          seg("c", 1, "", "Vide."), seg("fr-only", 0, "Only in fr-en.", "Seulement fr.")]
+    rows, stats = wmt.join_on_english({"deu": de, "fra": fr})
+    # order of the first pair; pair-only documents and (b, 0) (English differs) are left out;
+    # (c, 0) repeats "One." in English; (c, 1) is empty
+    assert rows == [{"eng": "One.", "deu": "Eins.", "fra": "Un."},
+                    {"eng": "Two.", "deu": "Zwei.", "fra": "Deux."},
+                    {"eng": "Four.", "deu": "Vier.", "fra": "Quatre."},
+                    {"eng": "Five.", "deu": "Fünf.", "fra": "Cinq."}]
+    assert stats == {"candidates": 7, "english_mismatch": 1, "ambiguous_english": 0, "empty_removed": 1,
+                     "duplicates_removed": 1, "sentences": 4, "origlang": {"en": 4}}
+
+    # text key: documents do not matter, but "One." (twice in each pair) is ambiguous; "" joins, is empty
+    rows, stats = wmt.join_on_english({"deu": de, "fra": fr}, key="text")
+    assert rows == [{"eng": "Two.", "deu": "Zwei.", "fra": "Deux."},
+                    {"eng": "Four.", "deu": "Vier.", "fra": "Quatre."},
+                    {"eng": "Five.", "deu": "Fünf.", "fra": "Cinq."}]
+    assert (stats["ambiguous_english"], stats["empty_removed"], stats["english_mismatch"]) == (4, 1, 0)
+
+
+# ---------------------------------------------------------------------------------- texts, offline
+
+def test_texts_from_fixture_archive_offline(tmp_path):
+    fx = make_test_set(tmp_path / "test-filtered.tgz", {k: TEXTS[k] for k in ("en", "de", "fr")},
+                       pair_only={"de": [("Gutach: more safety.", "Gutach: mehr Sicherheit.")],
+                                  "fr": [("A jump over Bogota.", "Un saut au-dessus de Bogota.")]})
+    assert "test/newstest2014-deen-src.de.sgm" in fx.members and "test/newstest2014-fren-ref.en.sgm" in fx.members
+    out = tmp_path / "texts"
+    run_cli("wmt-texts", "--tarball", fx.path, "--md5", fx.md5, "--test-set", "wmt14",
+            "--langs", "eng", "fra", "deu", "spa", "--out-dir", out, "--prefix", "newstest2014.")
+    for code, key in (("eng", "en"), ("fra", "fr"), ("deu", "de")):
+        assert (out / f"newstest2014.{code}.txt").read_text(encoding="utf-8").splitlines() == TEXTS[key]
+    assert sorted(p.name for p in out.iterdir()) == ["meta.json", "newstest2014.deu.txt", "newstest2014.eng.txt",
+                                                     "newstest2014.fra.txt"]
+    meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
+    assert meta["sentences"] == 5 and meta["languages"] == ["eng", "fra", "deu"]
+    assert list(meta["absent"]) == ["spa"] and "wmt14" in meta["absent"]["spa"]
+    assert meta["pairs"] == {"fra": {"langpair": "fr-en", "segments": 6}, "deu": {"langpair": "de-en", "segments": 6}}
+    assert meta["join"]["origlang"] == {"en": 5}
+    assert meta["archives"][0]["sacrebleu_md5"] == "84c597844c1542e29c2aff23aaee4310"
+
+
+def test_nway_test_set_with_spanish(tmp_path):
+    fx = make_test_set(tmp_path / "test.tgz", TEXTS, test_set="wmt13", doc_size=3)
+    meta = wmt.build_texts("wmt13", [fx.path], ["eng", "spa", "ces", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
+    assert meta["sentences"] == 5 and meta["absent"] == {}
+    assert (tmp_path / "out" / "spa.txt").read_text(encoding="utf-8").splitlines() == TEXTS["es"]
+    with pytest.raises(ValueError, match="shared by several pairs"):
+        make_test_set(tmp_path / "bad.tgz", TEXTS, test_set="wmt13", pair_only={"es": [("x", "y")]})
+
+
+def test_archive_is_checked_against_sacrebleus_md5(tmp_path):
+    fx = make_test_set(tmp_path / "test-filtered.tgz", {k: TEXTS[k] for k in ("en", "de")})
+    with pytest.raises(wmt.WmtError, match="84c597844c1542e29c2aff23aaee4310"):
+        wmt.build_texts("wmt14", [fx.path], ["eng", "deu"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_shared_segment_is_an_error(tmp_path):
+    fx = make_test_set(tmp_path / "test-filtered.tgz", {"en": [], "de": [], "fr": []},
+                       pair_only={"de": [("A.", "A-de.")], "fr": [("B.", "B-fr.")]})
+    with pytest.raises(wmt.WmtError, match="no segment is shared.*wmt12 or wmt13"):
+        wmt.build_texts("wmt14", [fx.path], ["eng", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
+
+
+# ---------------------------------------------------------------------------------- similarity
+
+def test_similarity_error_by_hand(tmp_path):
+    # angles (degrees); row norms differ so that a raw dot product would give other neighbours
+    eng = np.array([unit(0), unit(90, 10.0), unit(180)])
+    fra = np.array([unit(0, 5.0), unit(40), unit(180, 2.0)])
+    deu = np.array([unit(0), unit(90), unit(150)])
+    # fra->eng: fra[1] (40 deg) is nearer eng[0] (cos 40) than eng[1] (cos 50): 1 error
+    # fra->deu: fra[1] is nearer deu[0] (cos 40) than deu[1] (cos 50): 1 error; every other pair: 0
+    scores = wmt.similarity_errors({"eng": eng, "fra": fra, "deu": deu})
+    errors = {(p["src"], p["trg"]): p["errors"] for p in scores["pairs"]}
+    assert errors == {("eng", "fra"): 0, ("eng", "deu"): 0, ("fra", "eng"): 1, ("fra", "deu"): 1,
+                      ("deu", "eng"): 0, ("deu", "fra"): 0}
+    assert scores["matrix"]["fra"]["eng"] == pytest.approx(100 / 3)
+    assert scores["average_error"] == pytest.approx(2 * (100 / 3) / 6)
+    assert scores["src_average"]["fra"] == pytest.approx(100 / 3)
+    assert scores["trg_average"]["eng"] == pytest.approx(100 / 6)
+    assert scores["sentences"] == 3
+
+    paths = {}
+    for code, x in (("eng", eng), ("fra", fra), ("deu", deu)):
+        paths[code] = tmp_path / f"{code}.npy"
+        np.save(paths[code], x.astype(np.float32))
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"test_set": "wmt14", "sentences": 3, "languages": ["eng", "fra", "deu"],
+                                "absent": {"spa": "not in wmt14"}}))
+    out = tmp_path / "scores.json"
+    run_cli("wmt-similarity", "--emb", "eng", paths["eng"], "--emb", "fra", paths["fra"], "--emb", "deu",
+            paths["deu"], "--meta", meta, "--scores", out)
+    res = json.loads(out.read_text())
+    assert res["average_error"] == pytest.approx(100 / 9)
+    assert res["absent"] == {"spa": "not in wmt14"} and res["test_set"] == "wmt14"
+
+    with pytest.raises(wmt.WmtError, match="not row-aligned"):
+        wmt.similarity_errors({"eng": eng, "fra": fra[:2]})
