@@ -157,6 +157,34 @@ def test_knn_matches_brute_force_and_faiss():
     np.testing.assert_allclose(res.sims, sims, rtol=1e-6)
 
 
+def test_backward_heaps_dense_and_sparse_paths(monkeypatch):
+    # small stripes: the first rows of every column are transposed and scanned, later ones
+    # only gathered where they beat the heap top; both must give faiss's answer
+    calls = {"dense": 0, "sparse": 0}
+    add_block, add_sparse = mining._TopK.add_block, mining._TopK.add_sparse
+
+    def count(kind, fn):
+        def wrapped(*args):
+            calls[kind] += 1
+            return fn(*args)
+        return wrapped
+
+    monkeypatch.setattr(mining, "_STRIPE", 8)
+    monkeypatch.setattr(mining._TopK, "add_sparse", count("sparse", add_sparse))
+    monkeypatch.setattr(mining._TopK, "add_block", count("dense", add_block))
+    x, y = random_unit(300, 16, 7), random_unit(120, 16, 8)
+    _, bwd = mining.knn_both(x, y, 4, shard_rows=50)
+    assert calls["sparse"] > 0 and calls["dense"] > 0
+    xn, yn = x.copy(), y.copy()
+    faiss.normalize_L2(xn)
+    faiss.normalize_L2(yn)
+    index = faiss.IndexFlatIP(16)
+    index.add(xn)
+    want_sims, want_idx = index.search(yn, 4)
+    np.testing.assert_array_equal(bwd.idx, want_idx)
+    np.testing.assert_allclose(bwd.sims, want_sims, rtol=1e-6, atol=1e-7)
+
+
 def test_ties_resolved_as_faiss_flat_search():
     # every query sees many equal similarities (exact: one non-zero coordinate per product)
     d = 4

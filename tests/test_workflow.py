@@ -70,7 +70,88 @@ def test_toy_config_end_to_end(toy_local_run):
     status = json.loads((run / "checkpoints" / "train_status.json").read_text())
     assert (status["status"], status["world_size"], status["update_freq"], status["tokens_per_update"]) == (
         "completed", 2, 1, 3000)
+    # Table 9: the Tatoeba language without training data
+    (unseen,) = list(csv.DictReader(open(workdir / "results" / "tables" / "toy" / "table9.csv", encoding="utf-8")))
+    assert unseen["language"] == "por" and unseen["train_sentences"] == "0" and unseen["test_sentences"] == "60"
+    # every evaluation task ran on its fixture (tests/eval_fixtures) and filled its table
+    tables = workdir / "results" / "tables" / "toy"
+
+    def table(name):
+        return {r.get("language") or r["premise"] + "/" + r["hypothesis"]: r
+                for r in csv.DictReader(open(tables / f"{name}.csv", encoding="utf-8"))}
+
+    bucc = table("table4")
+    assert set(bucc) == {"deu", "cmn"}
+    for row in bucc.values():
+        assert row["status"] == "ok" and row["train_gold_pairs"] == "40" and row["train_xx_sentences"] == "81"
+        assert 0.0 <= float(row["train_f1"]) <= 100.0 and int(row["test_pairs_extracted"]) > 0
+    xnli = table("table2")
+    assert [k for k in xnli if k != "avg"] == ["eng", "spa", "deu", "ell", "cmn"]
+    assert all(r["test_size"] == "90" and 0 < float(r["accuracy"]) <= 100 for k, r in xnli.items() if k != "avg")
+    assert len(table("table8")) == 25
+    mldoc = table("table3")
+    assert [k for k in mldoc if k != "avg"] == ["eng", "deu", "spa", "cmn"] and mldoc["eng"]["test_size"] == "80"
+    wmt = list(csv.DictReader(open(tables / "wmt.csv", encoding="utf-8")))
+    assert len([r for r in wmt if r["status"] == "ok"]) == 6 and wmt[-1]["status"] == "average"
+    xnli_scores = json.loads((run / "eval" / "xnli" / "scores.json").read_text())
+    assert xnli_scores["sizes"]["train_pairs"] == 600 and xnli_scores["sizes"]["dev_pairs"] == 60
     # nothing left to do on a rerun
     proc = run_snakemake(*args, "-n")
     assert proc.returncode == 0
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_evaluation_downloads_through_a_local_mirror(tmp_path):
+    """data_root: null -> every evaluation archive is fetched from its public URL, here mapped onto a
+    local mirror laid out as <host>/<path>; a pinned sha256 is checked, a wrong one fails the job."""
+    import shutil
+
+    import yaml
+    from conftest import make_toy_data
+
+    data = make_toy_data.make(tmp_path / "data")
+    mirror = tmp_path / "mirror"
+    layout = {
+        "comparable.limsi.fr/bucc2018": list((data / "bucc2018").glob("*.tar.bz2")),
+        "dl.fbaipublicfiles.com/XNLI": [data / "xnli" / "XNLI-1.0.zip"],
+        "cims.nyu.edu/~sbowman/multinli": [data / "xnli" / "multinli_1.0.zip"],
+        "statmt.org/wmt13": [data / "wmt" / "test.tgz"],
+    }
+    for where, files in layout.items():
+        (mirror / where).mkdir(parents=True)
+        for f in files:
+            shutil.copy(f, mirror / where / f.name)
+    from laser_repro.download import sha256_file
+
+    cfg = yaml.safe_load((REPO / "tests" / "toy" / "config.yaml").read_text())
+    cfg["data_root"] = None
+    cfg["evaluation"]["mirror"] = str(mirror)
+    archive = "bucc2018-de-en.training-gold.tar.bz2"
+    cfg["evaluation"]["bucc"]["sha256"] = {archive: sha256_file(data / "bucc2018" / archive)}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    work = tmp_path / "work"
+    work.mkdir()
+    targets = [f"resources/eval/{where}/{f.name}" for where, files in layout.items() for f in files]
+    assert len(targets) == 7
+    proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--directory", str(work), "--cores", "2",
+                         *targets)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    for target in targets:
+        rel = target.removeprefix("resources/eval/")
+        assert (work / target).read_bytes() == (mirror / rel).read_bytes(), target
+    # the XNLI table's inputs now point at the downloads (dry run of the whole DAG up to the table)
+    proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--directory", str(work), "-n",
+                         "results/toy/eval/xnli/text/test-p.deu.txt")
+    assert proc.returncode == 0 and "resources/eval/dl.fbaipublicfiles.com/XNLI/XNLI-1.0.zip" in proc.stdout
+
+    # a pinned checksum that does not match: the job fails, naming both digests, and leaves no file
+    cfg["evaluation"]["bucc"]["sha256"] = {archive: "0" * 64}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    target = next(t for t in targets if t.endswith(archive))
+    (work / target).unlink(missing_ok=True)
+    proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--directory", str(work), "--cores", "1",
+                         target)
+    assert proc.returncode != 0
+    log = (work / "resources" / "logs" / "eval" / (target.removeprefix("resources/eval/") + ".log")).read_text()
+    assert "SHA-256 mismatch" in log and "0" * 64 in log
+    assert not (work / target).exists()

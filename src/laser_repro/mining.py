@@ -61,7 +61,9 @@ TIES = ("stable", "laser")
 # cache (same-set strides); 8000 x 8000 similarities are 256 MB.
 DEFAULT_SHARD_ROWS = 8000
 # Rows of a similarity block transposed at once for the backward heaps (fits in L2/L3).
-_STRIPE = 256
+_STRIPE = 1024
+# Candidate pairs whose rows are gathered at once to recompute their dot products.
+_DOT_CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,8 @@ class Candidates:
 
 
 class NpyRows:
-    """Row blocks of a 2-D ``.npy`` file read with ``pread``: unlike a memory map, the pages read
-    are not kept in the process's resident memory, so mining 500k x 1024 stays small."""
+    """Row blocks of a 2-D ``.npy`` file read on demand: unlike a memory map, the pages read are
+    not kept in the process's resident memory, so mining 500k x 1024 stays small."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -112,17 +114,12 @@ class NpyRows:
             raise TypeError("NpyRows supports contiguous row slices only")
         start, stop, _ = rows.indices(self.shape[0])
         stop = max(start, stop)
-        row_bytes = self.shape[1] * self.dtype.itemsize
-        size = (stop - start) * row_bytes
-        buf = bytearray(size)
-        view, done = memoryview(buf), 0
-        with open(self.path, "rb", buffering=0) as f:
-            while done < size:
-                n = os.preadv(f.fileno(), [view[done:]], self._offset + start * row_bytes + done)
-                if n == 0:
-                    raise ValueError(f"{self.path}: truncated while reading rows {start}-{stop}")
-                done += n
-        return np.frombuffer(buf, dtype=self.dtype).reshape(stop - start, self.shape[1])
+        count = (stop - start) * self.shape[1]
+        offset = self._offset + start * self.shape[1] * self.dtype.itemsize
+        rows = np.fromfile(self.path, dtype=self.dtype, count=count, offset=offset)
+        if rows.size != count:
+            raise ValueError(f"{self.path}: truncated while reading rows {start}-{stop}")
+        return rows.reshape(stop - start, self.shape[1])
 
 
 def open_npy(path: str | os.PathLike) -> NpyRows:
@@ -144,7 +141,11 @@ def _check_embeddings(name: str, emb) -> tuple[int, int]:
 
 def _block(emb, start: int, stop: int, name: str) -> np.ndarray:
     """Rows start:stop as a fresh C-contiguous float32 array, L2-normalised by faiss (as LASER)."""
-    block = np.array(emb[start:stop], dtype=np.float32, order="C", copy=True)
+    rows = emb[start:stop]
+    if isinstance(emb, NpyRows):  # already a private buffer
+        block = np.ascontiguousarray(rows, dtype=np.float32)
+    else:
+        block = np.array(rows, dtype=np.float32, order="C", copy=True)
     if not np.isfinite(block).all():
         bad = start + int(np.nonzero(~np.isfinite(block).all(axis=1))[0][0])
         raise ValueError(f"{name} embeddings: row {bad} contains NaN or infinity")
@@ -203,6 +204,27 @@ class _TopK:
         ni, nj = sims.shape
         self.heap.addn(nj, faiss.swig_ptr(sims), id0, row0, ni)
 
+    def tops(self, row0: int, row1: int) -> np.ndarray:
+        """Current k-th best value of heaps row0:row1 (the heap top; -FLT_MAX while not full)."""
+        return self.vals[row0:row1, 0]
+
+    def add_sparse(self, rows: np.ndarray, ids: np.ndarray, vals: np.ndarray) -> None:
+        """Offer vals[t] with id ids[t] to heap rows[t]; one heap's entries keep their order."""
+        order = np.argsort(rows, kind="stable")
+        rows, ids, vals = rows[order], ids[order], vals[order]
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        counts = np.diff(np.r_[starts, len(rows)])
+        line = np.repeat(np.arange(len(starts)), counts)
+        col = np.arange(len(rows)) - np.repeat(starts, counts)
+        width = int(counts.max())
+        v = np.full((len(starts), width), -np.inf, dtype=np.float32)  # padding is never inserted
+        v[line, col] = vals
+        i = np.zeros((len(starts), width), dtype=np.int64)
+        i[line, col] = ids
+        heads = np.ascontiguousarray(rows[starts], dtype=np.int64)
+        self.heap.addn_query_subset_with_ids(len(heads), faiss.swig_ptr(heads), width, faiss.swig_ptr(v),
+                                             faiss.swig_ptr(i), width)
+
     def add_results(self, sims: np.ndarray, ids: np.ndarray, row0: int) -> None:
         """Offer search results (sims, ids) [ni, kk] to heaps row0:row0+ni."""
         sims = np.ascontiguousarray(sims, dtype=np.float32)
@@ -235,6 +257,25 @@ def _gpu_flat_index(dim: int):
     return faiss.index_cpu_to_all_gpus(faiss.IndexFlatIP(dim))
 
 
+def _add_columns(top: _TopK, sims: np.ndarray, q0: int, d0: int, stripe_buf: np.ndarray) -> None:
+    """Offer column j of `sims` (row r has id q0 + r) to heap d0 + j, a stripe of rows at a time.
+
+    A stripe whose values mostly beat the heap tops (the first rows a heap sees) is transposed
+    and scanned; otherwise only the values above the tops are gathered (few once the heaps hold
+    a few thousand rows' best). Ids still reach each heap in ascending order."""
+    for s0 in range(0, len(sims), _STRIPE):
+        part = sims[s0 : s0 + _STRIPE]
+        mask = part > top.tops(d0, d0 + part.shape[1])
+        passed = int(np.count_nonzero(mask))
+        if passed * 16 > part.size:
+            t = stripe_buf[: part.size].reshape(part.shape[1], part.shape[0])
+            t[...] = part.T
+            top.add_block(t, d0, q0 + s0)
+        elif passed:
+            rr, cc = np.nonzero(mask)
+            top.add_sparse(cc + d0, rr + (q0 + s0), part[rr, cc])
+
+
 def _knn_blocks(queries, database, k: int, shard_rows: int, both: bool
                 ) -> tuple[Neighbours, Neighbours | None]:
     """CPU engine: block products ``Q_b @ D_b.T``; their rows feed the query heaps and, when
@@ -255,11 +296,7 @@ def _knn_blocks(queries, database, k: int, shard_rows: int, both: bool
             np.matmul(qb, db.T, out=sims)
             fwd.add_block(sims, q0, d0)
             if bwd is not None:
-                for s0 in range(0, len(qb), _STRIPE):
-                    part = sims[s0 : s0 + _STRIPE]
-                    t = stripe_buf[: part.size].reshape(part.shape[1], part.shape[0])
-                    t[...] = part.T
-                    bwd.add_block(t, d0, q0 + s0)
+                _add_columns(bwd, sims, q0, d0, stripe_buf)
     return fwd.result(), (bwd.result() if bwd is not None else None)
 
 
@@ -325,9 +362,14 @@ def _margin(a: np.ndarray, b: np.ndarray, margin: str) -> np.ndarray:
     return a.copy()
 
 
-def _row_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # one BLAS dot per row pair (matmul of 1 x d by d x 1), the rounding of LASER's x.dot(y)
-    return np.matmul(a[:, None, :], b[:, :, None])[:, 0, 0]
+def _row_dots(a: np.ndarray, rows_a: np.ndarray, b: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """a[rows_a[t]] . b[rows_b[t]] for every t: one BLAS dot per pair (matmul of 1 x d by d x 1),
+    the rounding of LASER's x.dot(y); gathered a chunk of pairs at a time to bound memory."""
+    out = np.empty(len(rows_a), dtype=np.float32)
+    for s in range(0, len(rows_a), _DOT_CHUNK):
+        ra, rb = rows_a[s : s + _DOT_CHUNK], rows_b[s : s + _DOT_CHUNK]
+        out[s : s + len(ra)] = np.matmul(a[ra][:, None, :], b[rb][:, :, None])[:, 0, 0]
+    return out
 
 
 def candidate_dots(src, trg, fwd: Neighbours, bwd: Neighbours, *, shard_rows: int = DEFAULT_SHARD_ROWS
@@ -338,8 +380,10 @@ def candidate_dots(src, trg, fwd: Neighbours, bwd: Neighbours, *, shard_rows: in
     The search's similarities come from matrix products whose float32 rounding differs from a
     dot product in the last bits; with these, margins equal LASER's bit for bit."""
     _check_knn_args(1, shard_rows)
-    n_src, _ = _check_embeddings("source", src)
+    n_src, dim = _check_embeddings("source", src)
     n_trg, _ = _check_embeddings("target", trg)
+    # no similarity matrix here: blocks as large as the search's peak memory allows
+    shard_rows = shard_rows + shard_rows * shard_rows // (2 * dim)
     fwd_a = np.empty(fwd.idx.shape, dtype=np.float32)
     bwd_a = np.empty(bwd.idx.shape, dtype=np.float32)
     cached = _block(trg, 0, n_trg, "target") if n_trg <= shard_rows else None
@@ -350,11 +394,11 @@ def candidate_dots(src, trg, fwd: Neighbours, bwd: Neighbours, *, shard_rows: in
             y1 = y0 + len(yb)
             ii, kk = np.nonzero((f_idx >= y0) & (f_idx < y1))
             if len(ii):
-                fwd_a[x0 + ii, kk] = _row_dots(xb[ii], yb[f_idx[ii, kk] - y0])
+                fwd_a[x0 + ii, kk] = _row_dots(xb, ii, yb, f_idx[ii, kk] - y0)
             b_idx = bwd.idx[y0:y1]
             jj, kk = np.nonzero((b_idx >= x0) & (b_idx < x1))
             if len(jj):
-                bwd_a[y0 + jj, kk] = _row_dots(yb[jj], xb[b_idx[jj, kk] - x0])
+                bwd_a[y0 + jj, kk] = _row_dots(yb, jj, xb, b_idx[jj, kk] - x0)
     return fwd_a, bwd_a
 
 

@@ -140,25 +140,31 @@ def opus_sha256_arg(w):
 EVAL = CFG["evaluation"]
 TABLES = f"results/tables/{CFG['run_name']}"
 EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
+EVAL_SOURCES = {}  # file under data_root -> its public URL
 
 
 def eval_input(url, path_template, sha256=None, **fields):
     """Where an evaluation file comes from: <data_root>/... when data_root is set (read as is), else
     the download destination resources/eval/<host>/<path> (rule download_eval, mirror-capable)."""
+    url = url.format(**fields)
     if DATA_ROOT:
-        return path_template.format(root=DATA_ROOT, **fields)
+        path = path_template.format(root=DATA_ROOT, **fields)
+        EVAL_SOURCES[path] = url
+        return path
     from urllib.parse import urlsplit
 
-    url = url.format(**fields)
     parts = urlsplit(url)
     dest = f"resources/eval/{parts.netloc}{parts.path}"
     EVAL_DOWNLOADS[dest] = (url, sha256)
     return dest
 
 
-def missing_note(task, files, how):
-    """None when every input of a task is there (or will be downloaded); else the table's note."""
+def missing_note(task, files, how=""):
+    """None when every input of a task is there (or will be downloaded); else the table's note,
+    with the command that fetches each absent file into place."""
     absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
     if not absent:
         return None
-    return f"data missing: {', '.join(absent)}. {how}"
+    fetch = "; ".join(f"`laser-repro fetch --url {EVAL_SOURCES[f]} --dest {f}`" for f in absent if f in EVAL_SOURCES)
+    return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
+            f"into resources/eval/). " if fetch else "") + how).strip()

@@ -57,12 +57,10 @@ def wmt_languages():
 TASK_MISSING = {}
 if "bucc" in EVAL:
     TASK_MISSING["bucc"] = missing_note(
-        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training-gold", "test")],
-        f"Download them from {EVAL['bucc']['url']} or run with data_root: null.")
+        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training-gold", "test")])
 if "xnli" in EVAL:
     TASK_MISSING["xnli"] = missing_note(
-        "xnli", [xnli_zip(), multinli_zip()],
-        f"Download {EVAL['xnli']['url']} and {EVAL['xnli']['multinli_url']}, or run with data_root: null.")
+        "xnli", [xnli_zip(), multinli_zip()])
 if "mldoc" in EVAL:
     if not EVAL["mldoc"].get("path"):
         TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
@@ -74,8 +72,7 @@ if "mldoc" in EVAL:
                       for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
             "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
 if "wmt" in EVAL:
-    TASK_MISSING["wmt"] = missing_note(
-        "wmt", wmt_archives(), f"Download the {EVAL['wmt']['test_set']} test set (sacrebleu) or run with data_root: null.")
+    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
 
 
 def task_ready(task):
@@ -118,10 +115,10 @@ rule eval_embed:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro prepare-text --model {input.model} {params.lowercase} --lang {wildcards.lang}"
+        logged("(laser-repro prepare-text --model {input.model} {params.lowercase} --lang {wildcards.lang}"
                " --input {input.text} --output {output.bpe}"
                " && laser-repro embed --encoder {input.encoder} --input {output.bpe} --output {output.emb}"
-               " --max-tokens {params.max_tokens} --threads {threads}")
+               " --max-tokens {params.max_tokens} --threads {threads})")
 
 
 rule download_eval:
@@ -258,7 +255,7 @@ rule table4:
     log:
         "results/{run}/logs/table4.log",
     params:
-        missing=missing_arg("bucc"),
+        missing=lambda w: missing_arg("bucc"),
         langs=" ".join(EVAL.get("bucc", {}).get("languages", list(BUCC_LANGUAGES))),
     conda:
         "../../envs/laser.yaml"
@@ -315,7 +312,7 @@ rule table_wmt:
     log:
         "results/{run}/logs/table_wmt.log",
     params:
-        missing=missing_arg("wmt"),
+        missing=lambda w: missing_arg("wmt"),
         langs=" ".join(EVAL.get("wmt", {}).get("languages", [])),
         scores=lambda w, input: f"--scores {input}" if input else "",
     conda:
@@ -414,7 +411,7 @@ rule table2_table8:
     log:
         "results/{run}/logs/table2_table8.log",
     params:
-        missing=missing_arg("xnli"),
+        missing=lambda w: missing_arg("xnli"),
         langs=" ".join(EVAL.get("xnli", {}).get("languages", [])),
         scores=lambda w, input: f"--scores {input}" if input else "",
     conda:
@@ -478,7 +475,7 @@ rule table3:
     log:
         "results/{run}/logs/table3.log",
     params:
-        missing=missing_arg("mldoc"),
+        missing=lambda w: missing_arg("mldoc"),
         langs=" ".join(EVAL.get("mldoc", {}).get("languages", [])),
         scores=lambda w, input: f"--scores {input}" if input else "",
     conda:
