@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from laser_repro import languages
+from laser_repro import config, languages
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
@@ -151,8 +151,12 @@ def test_paper_config_languages():
     assert len(union) == 93
     assert len({c["name"] for c in cfg["corpora"]}) == len(cfg["corpora"])
     expected_eval = {c for c in _paper_codes() if languages.get(c).tatoeba_test} - {"eng"}
-    assert set(cfg["evaluation"]["tatoeba"]["languages"]) == expected_eval
-    assert len(cfg["evaluation"]["tatoeba"]["languages"]) == 83
+    # Table 1: the 83 training languages with a test file; Table 9: the 29 other test languages
+    unseen = {c for c, lang in languages.all_languages().items() if lang.tatoeba_test} - _paper_codes()
+    assert len(expected_eval) == 83 and len(unseen) == 29
+    assert set(cfg["evaluation"]["tatoeba"]["languages"]) == expected_eval | unseen
+    plan = config.Plan(config.validate(cfg))
+    assert set(plan.tatoeba_seen) == expected_eval and set(plan.tatoeba_unseen) == unseen
 
 
 def test_paper_config_training_setup():

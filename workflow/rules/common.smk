@@ -4,6 +4,7 @@ import sys
 
 from laser_repro import config as run_config
 from laser_repro import languages
+from laser_repro.config import BUCC_LANGUAGES
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
 # PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
@@ -168,3 +169,112 @@ def missing_note(task, files, how=""):
     fetch = "; ".join(f"`laser-repro fetch --url {EVAL_SOURCES[f]} --dest {f}`" for f in absent if f in EVAL_SOURCES)
     return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
             f"into resources/eval/). " if fetch else "") + how).strip()
+
+
+# ---- evaluation: data locations, input functions ---------------------------------------------------------------------------------
+def bucc_archive(xx, split):
+    """split: training-gold (sentences + gold) or test (sentences only; the test gold is private)."""
+    cfg = EVAL["bucc"]
+    code = BUCC_LANGUAGES[xx]
+    name = f"bucc2018-{code}-en.{split}.tar.bz2"
+    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(name), xx=code, split=split)
+
+
+def bucc_member(xx, split, side):
+    code = BUCC_LANGUAGES[xx]
+    return f"bucc2018/{code}-en/{code}-en.{split}.{code if side == xx else 'en'}"
+
+
+def xnli_zip():
+    cfg = EVAL["xnli"]
+    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get("XNLI-1.0.zip"))
+
+
+def multinli_zip():
+    cfg = EVAL["xnli"]
+    return eval_input(cfg["multinli_url"], cfg["multinli_path"], cfg["sha256"].get("multinli_1.0.zip"))
+
+
+def mldoc_file(lang, split):
+    from laser_repro import mldoc
+
+    cfg = EVAL["mldoc"]
+    directory = cfg["path"].format(root=DATA_ROOT)
+    return str(mldoc.expected_files(directory, [lang], cfg["train_size"], check=False)[lang][split])
+
+
+def wmt_archives():
+    from laser_repro import wmt
+
+    cfg = EVAL["wmt"]
+    return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
+            for url, sha256 in wmt.test_set_downloads(cfg["test_set"], cfg["sha256"])]
+
+
+def wmt_languages():
+    """English and the configured languages the test set pairs with it (others: absent in its table)."""
+    from laser_repro import wmt
+
+    cfg = EVAL["wmt"]
+    present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])
+    return [code for code in cfg["languages"] if code == "eng" or code in present]
+
+
+TASK_MISSING = {}
+if "bucc" in EVAL:
+    TASK_MISSING["bucc"] = missing_note(
+        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training-gold", "test")])
+if "xnli" in EVAL:
+    TASK_MISSING["xnli"] = missing_note(
+        "xnli", [xnli_zip(), multinli_zip()])
+if "mldoc" in EVAL:
+    if not EVAL["mldoc"].get("path"):
+        TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
+                                 "RCV1/RCV2 (licensed by NIST): request the corpora, generate the files with "
+                                 "https://github.com/facebookresearch/MLDoc and set evaluation.mldoc.path.")
+    else:
+        TASK_MISSING["mldoc"] = missing_note(
+            "mldoc", [mldoc_file(lang, split) for lang in EVAL["mldoc"]["languages"]
+                      for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
+            "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
+if "wmt" in EVAL:
+    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
+
+
+def task_ready(task):
+    return task in EVAL and TASK_MISSING.get(task) is None
+
+
+def missing_arg(task):
+    """--missing NOTE for a table whose task cannot run (not configured, or data absent)."""
+    if task not in EVAL:
+        note = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
+    else:
+        note = TASK_MISSING.get(task)
+    import shlex
+
+    return "" if note is None else f"--missing {shlex.quote(note)}"
+
+
+def emb(task, name, lang):
+    return f"{RUN}/eval/{task}/emb/{name}.{lang}.npy"
+
+
+def xnli_classify_inputs(w):
+    langs = EVAL["xnli"]["languages"]
+    files = {"train": [emb("xnli", "train-p", "eng"), emb("xnli", "train-h", "eng"), f"{RUN}/eval/xnli/labels/train.eng.tsv"],
+             "dev": [emb("xnli", "dev-p", "eng"), emb("xnli", "dev-h", "eng"), f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
+    for lang in langs:
+        files[f"test_{lang}"] = [emb("xnli", "test-p", lang), emb("xnli", "test-h", lang),
+                                 f"{RUN}/eval/xnli/labels/test.{lang}.tsv"]
+    return files
+
+
+def mldoc_classify_inputs(w):
+    files = {"train": [emb("mldoc", "train", "eng"), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
+             "dev": [emb("mldoc", "dev", "eng"), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
+    for lang in EVAL["mldoc"]["languages"]:
+        files[f"test_{lang}"] = [emb("mldoc", "test", lang), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
+    return files
+
+

@@ -2,96 +2,6 @@
 # WMT similarity. Each task: raw data -> plain text -> Moses + BPE + embeddings (rule eval_embed) ->
 # task scores (JSON) -> table. A task whose data is absent still gets its table, with the rows marked
 # missing and the way to obtain the data.
-from laser_repro.config import BUCC_LANGUAGES
-
-
-# ---- data locations ---------------------------------------------------------------------------------
-def bucc_archive(xx, split):
-    """split: training-gold (sentences + gold) or test (sentences only; the test gold is private)."""
-    cfg = EVAL["bucc"]
-    code = BUCC_LANGUAGES[xx]
-    name = f"bucc2018-{code}-en.{split}.tar.bz2"
-    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(name), xx=code, split=split)
-
-
-def bucc_member(xx, split, side):
-    code = BUCC_LANGUAGES[xx]
-    return f"bucc2018/{code}-en/{code}-en.{split}.{code if side == xx else 'en'}"
-
-
-def xnli_zip():
-    cfg = EVAL["xnli"]
-    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get("XNLI-1.0.zip"))
-
-
-def multinli_zip():
-    cfg = EVAL["xnli"]
-    return eval_input(cfg["multinli_url"], cfg["multinli_path"], cfg["sha256"].get("multinli_1.0.zip"))
-
-
-def mldoc_file(lang, split):
-    from laser_repro import mldoc
-
-    cfg = EVAL["mldoc"]
-    directory = cfg["path"].format(root=DATA_ROOT)
-    return str(mldoc.expected_files(directory, [lang], cfg["train_size"], check=False)[lang][split])
-
-
-def wmt_archives():
-    from laser_repro import wmt
-
-    cfg = EVAL["wmt"]
-    return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
-            for url, sha256 in wmt.test_set_downloads(cfg["test_set"], cfg["sha256"])]
-
-
-def wmt_languages():
-    """English and the configured languages the test set pairs with it (others: absent in its table)."""
-    from laser_repro import wmt
-
-    cfg = EVAL["wmt"]
-    present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])
-    return [code for code in cfg["languages"] if code == "eng" or code in present]
-
-
-TASK_MISSING = {}
-if "bucc" in EVAL:
-    TASK_MISSING["bucc"] = missing_note(
-        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training-gold", "test")])
-if "xnli" in EVAL:
-    TASK_MISSING["xnli"] = missing_note(
-        "xnli", [xnli_zip(), multinli_zip()])
-if "mldoc" in EVAL:
-    if not EVAL["mldoc"].get("path"):
-        TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
-                                 "RCV1/RCV2 (licensed by NIST): request the corpora, generate the files with "
-                                 "https://github.com/facebookresearch/MLDoc and set evaluation.mldoc.path.")
-    else:
-        TASK_MISSING["mldoc"] = missing_note(
-            "mldoc", [mldoc_file(lang, split) for lang in EVAL["mldoc"]["languages"]
-                      for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
-            "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
-if "wmt" in EVAL:
-    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
-
-
-def task_ready(task):
-    return task in EVAL and TASK_MISSING.get(task) is None
-
-
-def missing_arg(task):
-    """--missing NOTE for a table whose task cannot run (not configured, or data absent)."""
-    if task not in EVAL:
-        note = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
-    else:
-        note = TASK_MISSING.get(task)
-    import shlex
-
-    return "" if note is None else f"--missing {shlex.quote(note)}"
-
-
-def emb(task, name, lang):
-    return f"{RUN}/eval/{task}/emb/{name}.{lang}.npy"
 
 
 # ---- shared: text -> Moses + BPE -> embeddings ---------------------------------------------------------
@@ -280,12 +190,13 @@ if "wmt" in EVAL:
             tarballs=lambda w, input: " ".join(f"--tarball {t}" for t in input),
             md5=" ".join(f"--md5 {m}" for m in EVAL["wmt"]["md5"]),
             langs=" ".join(EVAL["wmt"]["languages"]),
-            out_dir=f"{RUN}/eval/wmt/text",
+            out_dir=lambda w, output: os.path.dirname(output.meta),
+            test_set=WMT_SET,
         conda:
             "../../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {WMT_SET}"
-                   " --langs {params.langs} --out-dir {params.out_dir} --prefix {WMT_SET}.")
+            logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set}"
+                   " --langs {params.langs} --out-dir {params.out_dir} --prefix {params.test_set}.")
 
     rule wmt_similarity:
         input:
@@ -323,10 +234,6 @@ rule table_wmt:
 
 
 # ---- XNLI (Tables 2 and 8) -------------------------------------------------------------------------------
-def xnli_text(split, side, lang):
-    return f"{RUN}/eval/xnli/text/{split}-{side}.{lang}.txt"
-
-
 rule xnli_texts:
     input:
         lambda w: xnli_zip(),
@@ -363,16 +270,6 @@ rule multinli_texts:
     shell:
         logged("laser-repro multinli-texts --zip {input} {params.cap} --premises {output.premises}"
                " --hypotheses {output.hypotheses} --labels {output.labels} --stats {output.stats}")
-
-
-def xnli_classify_inputs(w):
-    langs = EVAL["xnli"]["languages"]
-    files = {"train": [emb("xnli", "train-p", "eng"), emb("xnli", "train-h", "eng"), f"{RUN}/eval/xnli/labels/train.eng.tsv"],
-             "dev": [emb("xnli", "dev-p", "eng"), emb("xnli", "dev-h", "eng"), f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
-    for lang in langs:
-        files[f"test_{lang}"] = [emb("xnli", "test-p", lang), emb("xnli", "test-h", lang),
-                                 f"{RUN}/eval/xnli/labels/test.{lang}.tsv"]
-    return files
 
 
 rule xnli_classify:
@@ -437,14 +334,6 @@ rule mldoc_sentences:
     shell:
         logged("laser-repro mldoc-sentences --input {input} --lang {wildcards.lang}"
                " --sentences {output.text} --docs {output.docs}")
-
-
-def mldoc_classify_inputs(w):
-    files = {"train": [emb("mldoc", "train", "eng"), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
-             "dev": [emb("mldoc", "dev", "eng"), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
-    for lang in EVAL["mldoc"]["languages"]:
-        files[f"test_{lang}"] = [emb("mldoc", "test", lang), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
-    return files
 
 
 rule mldoc_classify:
