@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from laser_repro import bucc, mining  # noqa: E402
-from laser_repro.textio import atomic_output  # noqa: E402
+from laser_repro import bucc, mining
+from laser_repro.textio import atomic_output
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ def make_inputs(d: Path, n: int, dim: int, planted: float, noise: tuple[float, f
     y = np.lib.format.open_memmap(d / "trg.npy", mode="w+", dtype=np.float32, shape=(n, dim))
     for s in range(0, n, block):
         y[s:s + block] = _unit(rng.standard_normal((min(block, n - s), dim), dtype=np.float32))
-    n_planted = int(round(planted * n))
+    n_planted = round(planted * n)
     src_rows = np.sort(rng.choice(n, size=n_planted, replace=False))
     trg_rows = rng.choice(n, size=n_planted, replace=False)
     if n_planted:
@@ -166,7 +166,7 @@ def main(argv=None) -> None:
         f1r = f"{100 * ref['f1']['f1']:.2f}" if ref.get("f1") else "-"
         print(f"{r['n']:>7} | {o['wall_s']:>7.1f} {o['cpu_s']:>10.1f} {o['peak_rss_mib']:>8.0f} | "
               f"{ref.get('wall_s', float('nan')):>8.1f} {ref.get('peak_rss_mib', float('nan')):>10.0f} | "
-              f"{str(c.get('same_pairs_same_order', '-')):>10} {c.get('max_abs_score_diff', float('nan')):>12.2e} | "
+              f"{c.get('same_pairs_same_order', '-')!s:>10} {c.get('max_abs_score_diff', float('nan')):>12.2e} | "
               f"{f1o:>8} {f1r:>9}")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2) + "\n")

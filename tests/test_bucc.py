@@ -9,10 +9,10 @@ import zlib
 
 import numpy as np
 import pytest
+from eval_fixtures.bucc import make_split, write_bucc_archives
 
 from laser_repro import bucc, mining
 from laser_repro.textio import InputError, read_json
-from eval_fixtures.bucc import make_split, write_bucc_archives
 
 
 def test_names_and_urls():

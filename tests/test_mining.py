@@ -1,6 +1,8 @@
 """Margin-based mining: a hand-computed example for every margin and mode, sharding, inputs."""
 from __future__ import annotations
 
+import itertools
+
 import faiss
 import numpy as np
 import pytest
@@ -93,7 +95,7 @@ def test_hand_example(margin, mode):
     else:
         assert [(i, j) for _, i, j in got] == [(i, j) for _, i, j in want]
         np.testing.assert_allclose([s for s, _, _ in got], [s for s, _, _ in want], atol=1e-6)
-    assert all(a[0] >= b[0] for a, b in zip(got, got[1:]))
+    assert all(a[0] >= b[0] for a, b in itertools.pairwise(got))
 
 
 def test_laser_mode_names_and_threshold():
@@ -114,10 +116,10 @@ def test_laser_mode_names_and_threshold():
 
 def test_k_capped_at_the_other_side():
     src, trg = hand_embeddings()
-    sims, idx = mining.knn(src[:2], trg, 9)
+    _, idx = mining.knn(src[:2], trg, 9)
     assert idx.shape == (2, 5)
     # k = 4 against 4 sources: every target's backward mean is its column mean
-    fwd, bwd = mining.knn_both(src, trg, 4)
+    _, bwd = mining.knn_both(src, trg, 4)
     assert bwd.idx.shape == (5, 4)
     np.testing.assert_allclose(bwd.sims.mean(axis=1), M.mean(axis=0), rtol=1e-6)
 

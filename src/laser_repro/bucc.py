@@ -1,5 +1,5 @@
 """BUCC 2018 shared task: spotting parallel sentences in comparable corpora (paper Section 4.3,
-Table 2), with LASER's protocol (``tasks/bucc/bucc.sh`` and ``bucc.py``).
+Table 4), with LASER's protocol (``tasks/bucc/bucc.sh`` and ``bucc.py``).
 
 Data (https://comparable.limsi.fr/bucc2018/bucc2018-task.html), for xx in de, fr, ru, zh::
 
@@ -14,7 +14,8 @@ and training splits, ``...<split>.gold`` (split: sample, training, test). Senten
 Protocol: both sides of a split are deduplicated and embedded, pairs are mined with the ratio
 margin, k = 4, ``max`` retrieval (:mod:`laser_repro.mining`); the decision threshold is the one
 that maximises F1 on the training gold, and the test pairs above it are submitted (the test
-gold is private; the organisers score the submission).
+gold is private; the organisers score the submission). The threshold is kept at full precision
+(LASER's bucc.sh re-reads it from a log line printed with 6 decimals).
 
 Sentence handling, as LASER's bucc.py: a sentence is its text stripped of surrounding
 whitespace; sentences with the same text share one embedding row; a row whose text carries
@@ -32,9 +33,9 @@ import os
 import re
 import tarfile
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -111,8 +112,7 @@ def iter_member_lines(archive: str | os.PathLike, member: str) -> Iterator[tuple
                     except UnicodeDecodeError as err:
                         raise InputError(f"{where}: line {number}: invalid UTF-8 at byte {err.start}: "
                                          f"{raw[max(0, err.start - 10):err.start + 10]!r}") from None
-                    if line.endswith("\n"):
-                        line = line[:-1]
+                    line = line.removesuffix("\n")
                     if number == 1 and line.startswith("\ufeff"):
                         line = line[1:]
                     yield number, line

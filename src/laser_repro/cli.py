@@ -474,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # one INFO line per CPU variant it probes
     args = build_parser().parse_args(argv)
     args.func(args)
     return 0

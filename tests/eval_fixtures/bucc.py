@@ -17,9 +17,9 @@ import hashlib
 import io
 import random
 import tarfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 SUFFIX = {"sample": "sample-gold", "training": "training-gold", "test": "test"}
 
