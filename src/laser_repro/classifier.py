@@ -340,3 +340,12 @@ def set_threads(n: int | None) -> None:
     """Intra-op threads for CPU training; keep it fixed to reproduce results bit for bit."""
     if n:
         torch.set_num_threads(int(n))
+
+
+def config_from_cli(params, defaults: Mapping, seed: int | None) -> "ClassifierConfig":
+    """The classifier settings of an `*-classify` command: --params JSON over the task's defaults,
+    --seed overriding the seed."""
+    config = parse_config(params, defaults, options=("normalize",))
+    if seed is not None:
+        config = ClassifierConfig(config.base, config.grid, seed, config.options)
+    return config

@@ -380,9 +380,7 @@ def cmd_mldoc_sentences(a) -> None:
 def cmd_mldoc_classify(a) -> None:
     from laser_repro import classifier
 
-    config = classifier.parse_config(a.params, MLDOC_DEFAULTS, options=("normalize",))
-    if a.seed is not None:
-        config = classifier.ClassifierConfig(config.base, config.grid, a.seed, config.options)
+    config = classifier.config_from_cli(a.params, MLDOC_DEFAULTS, a.seed)
     classifier.set_threads(a.threads)
     tests = {}
     for lang, emb, docs in a.test:

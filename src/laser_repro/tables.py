@@ -240,27 +240,39 @@ def _average_row(rows: list[dict], label: str) -> dict:
             "delta": _delta(avg, paper) if len(both) == len(ours) else None, "status": "average"}
 
 
-def write_xnli_tables(md2, csv2, md8, csv8, *, run_name: str, languages_: list[str], scores: dict | None,
-                      missing: str | None) -> None:
-    """Table 2 (XNLI test accuracy per language) and Table 8 (premise x hypothesis language)."""
-    paper2 = paper_values("paper_table2_xnli.csv", "code", "accuracy")
-    langs = languages_ or list(paper2)
-    rows = _accuracy_rows(langs, scores, paper2, "test_pairs")
+def _write_accuracy_table(md, csv_path, *, number: int, task: str, paper_csv: str, size_key: str, unit: str,
+                          intro: str, run_name: str, languages_: list[str], scores: dict | None,
+                          missing: str | None) -> list[str]:
+    """Tables 2 and 3: accuracy per language of one English-trained classifier, beside the paper."""
+    paper = paper_values(paper_csv, "code", "accuracy")
+    langs = languages_ or list(paper)
+    rows = _accuracy_rows(langs, scores, paper, size_key)
     rows.append(_average_row(rows, f"{len(langs)} languages"))
     notes = [f"**Missing:** {missing}"] if missing else []
     if scores is not None:
-        hp = scores["hyperparameters"]
+        hp, sizes = scores["hyperparameters"], scores["sizes"]
+        dev = sizes.get(f"dev_{unit}")
+        train = sizes.get(f"train_{unit}")
         notes.append(f"Classifier: hidden {hp.get('hidden')}, dropout {hp.get('dropout')}, lr {hp.get('lr')}, "
-                     f"epoch {hp.get('selected_epoch')} of the grid, chosen on English dev "
-                     f"({scores['sizes']['dev_pairs']} pairs, {scores['dev_accuracy']:.2f}%); trained on "
-                     f"{scores['sizes']['train_pairs']} English MultiNLI pairs; features {scores['features']}.")
-    notes.append(f"Paper values: {_paper_source('paper_table2_xnli.csv')}.")
-    write_table(md2, csv2, title=f"Table 2 — XNLI test accuracy (%), run `{run_name}`",
-                intro="Zero-shot transfer: one classifier trained on English, applied to every language. "
-                      "Δ = ours − paper; the average's Δ only where both cover the same languages.",
+                     f"epoch {hp.get('selected_epoch')}, chosen on English dev ({dev} {unit}, "
+                     f"{scores['dev_accuracy']:.2f}%); trained on {train} English {unit}; "
+                     + (f"features {scores['features']}." if "features" in scores else f"document = {scores.get('pooling')}."))
+    notes.append(f"Paper values: {_paper_source(paper_csv)}.")
+    write_table(md, csv_path, title=f"Table {number} — {task} test accuracy (%), run `{run_name}`", intro=intro,
                 columns=[("language", "lang"), ("name", "name"), ("accuracy", "ours"), ("paper_accuracy", "paper"),
-                         ("delta", "Δ"), ("test_size", "test pairs")],
+                         ("delta", "Δ"), ("test_size", f"test {unit}")],
                 rows=rows, notes=notes)
+    return langs
+
+
+def write_xnli_tables(md2, csv2, md8, csv8, *, run_name: str, languages_: list[str], scores: dict | None,
+                      missing: str | None) -> None:
+    """Table 2 (XNLI test accuracy per language) and Table 8 (premise x hypothesis language)."""
+    langs = _write_accuracy_table(
+        md2, csv2, number=2, task="XNLI", paper_csv="paper_table2_xnli.csv", size_key="test_pairs", unit="pairs",
+        intro="Zero-shot transfer: one classifier trained on English (MultiNLI), applied to every language. "
+              "Δ = ours − paper; the average's Δ only where both cover the same languages.",
+        run_name=run_name, languages_=languages_, scores=scores, missing=missing)
 
     paper8 = {(r["premise"], r["hypothesis"]): float(r["accuracy"])
               for r in read_paper_csv("paper_table8_xnli_cross.csv") if r.get("accuracy")}
@@ -299,24 +311,11 @@ def write_xnli_tables(md2, csv2, md8, csv8, *, run_name: str, languages_: list[s
 def write_mldoc_table(md, csv_path, *, run_name: str, languages_: list[str], scores: dict | None,
                       missing: str | None) -> None:
     """Table 3: MLDoc accuracy, classifier trained on English train1000, tuned on English dev."""
-    paper3 = paper_values("paper_table3_mldoc.csv", "code", "accuracy")
-    langs = languages_ or list(paper3)
-    rows = _accuracy_rows(langs, scores, paper3, "test_docs")
-    rows.append(_average_row(rows, f"{len(langs)} languages"))
-    notes = [f"**Missing:** {missing}"] if missing else []
-    if scores is not None:
-        hp = scores["hyperparameters"]
-        notes.append(f"Classifier: hidden {hp.get('hidden')}, dropout {hp.get('dropout')}, lr {hp.get('lr')}, "
-                     f"epoch {hp.get('selected_epoch')}, chosen on English dev ({scores['sizes']['dev_docs']} "
-                     f"documents, {scores['dev_accuracy']:.2f}%); trained on {scores['sizes']['train_docs']} "
-                     f"English documents; document = {scores['pooling']}.")
-    notes.append(f"Paper values: {_paper_source('paper_table3_mldoc.csv')}.")
-    write_table(md, csv_path, title=f"Table 3 — MLDoc test accuracy (%), run `{run_name}`",
-                intro="Zero-shot document classification (4 classes): trained on English, tested in every language. "
-                      "Δ = ours − paper.",
-                columns=[("language", "lang"), ("name", "name"), ("accuracy", "ours"), ("paper_accuracy", "paper"),
-                         ("delta", "Δ"), ("test_size", "test docs")],
-                rows=rows, notes=notes)
+    _write_accuracy_table(
+        md, csv_path, number=3, task="MLDoc", paper_csv="paper_table3_mldoc.csv", size_key="test_docs", unit="docs",
+        intro="Zero-shot document classification (4 classes): trained on English, tested in every language. "
+              "Δ = ours − paper.",
+        run_name=run_name, languages_=languages_, scores=scores, missing=missing)
 
 
 def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scores: list[dict] | None,

@@ -500,9 +500,7 @@ def cmd_multinli_texts(a) -> None:
 def cmd_xnli_classify(a) -> None:
     from laser_repro import classifier
 
-    config = classifier.parse_config(a.params, XNLI_DEFAULTS, options=("normalize",))
-    if a.seed is not None:
-        config = classifier.ClassifierConfig(config.base, config.grid, a.seed, config.options)
+    config = classifier.config_from_cli(a.params, XNLI_DEFAULTS, a.seed)
     classifier.set_threads(a.threads)
     tests = {}
     for lang, prem, hyp, labels in a.test:
