@@ -102,6 +102,25 @@ def test_embed_file_streams_same_result(tmp_path):
     assert np.load(tmp_path / "empty.npy").shape == (0, 16)
 
 
+def test_embed_command_files_and_device(tmp_path):
+    from laser_repro import cli
+
+    enc_path = write_standalone(tmp_path / "enc.pt")
+    lines = random_lines(20, seed=3)
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.bpe").write_text("\n".join(lines[:10] if name == "a" else lines) + "\n", encoding="utf-8")
+    cli.main(["embed", "--encoder", str(enc_path), "--threads", "1", "--device", "auto",
+              "--input", str(tmp_path / "a.bpe"), "--output", str(tmp_path / "a.npy"),
+              "--input", str(tmp_path / "b.bpe"), "--output", str(tmp_path / "b.npy")])
+    enc = SentenceEncoder.load(enc_path)
+    np.testing.assert_allclose(np.load(tmp_path / "b.npy"), enc.embed(lines), atol=1e-6, rtol=0)
+    assert np.load(tmp_path / "a.npy").shape == (10, 16)
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="torch sees no GPU"):
+            cli.main(["embed", "--encoder", str(enc_path), "--device", "cuda",
+                      "--input", str(tmp_path / "a.bpe"), "--output", str(tmp_path / "c.npy")])
+
+
 class _Exploit:
     """Unpickling this object runs code (creates a marker file)."""
 

@@ -258,6 +258,17 @@ def cmd_tatoeba(a):
     log.info("%s: %s", a.lang, json.dumps(result))
 
 
+def _device(choice: str) -> str:
+    """--device auto: the GPU when torch sees one (paper-scale evaluation sets), else the CPU."""
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no GPU")
+    return choice
+
+
 def cmd_embed(a):
     """Embed BPE'd text files with an exported encoder (one .npy per input, rows = lines)."""
     import torch
@@ -266,7 +277,7 @@ def cmd_embed(a):
     if len(a.input) != len(a.output):
         raise SystemExit("embed: give one --output per --input")
     torch.set_num_threads(a.threads)
-    encoder = SentenceEncoder.load(a.encoder)
+    encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
     for bpe_path, npy in zip(a.input, a.output):
         rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
         log.info("%s: %d sentences -> %s", bpe_path, rows, npy)
@@ -442,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", action="append", required=True)
     s.add_argument("--max-tokens", type=int, default=12000)
     s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     s.set_defaults(func=cmd_embed)
 
     s = sub.add_parser("tatoeba-table", help="assemble Table 1 (or 9 with --unseen) beside the paper")
