@@ -27,7 +27,13 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
     for url in ("https://object.pouta.csc.fi/OPUS-Europarl/v8/moses/de-en.txt.zip",
                 "https://object.pouta.csc.fi/OPUS-UNPC/v1.0/moses/ar-en.txt.zip",
                 "https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/",
-                "https://raw.githubusercontent.com/facebookresearch/LASER/main/data/tatoeba/v1/tatoeba.deu-eng.deu"):
+                "https://raw.githubusercontent.com/facebookresearch/LASER/main/data/tatoeba/v1/tatoeba.deu-eng.deu",
+                # evaluation sets (Tables 2-4, 8, WMT similarity)
+                "https://comparable.limsi.fr/bucc2018/bucc2018-zh-en.training-gold.tar.bz2",
+                "https://comparable.limsi.fr/bucc2018/bucc2018-ru-en.test.tar.bz2",
+                "https://dl.fbaipublicfiles.com/XNLI/XNLI-1.0.zip",
+                "https://cims.nyu.edu/~sbowman/multinli/multinli_1.0.zip",
+                "https://statmt.org/wmt12/test.tgz"):
         assert url in out, url
     counts = {}
     for line in out.splitlines():
@@ -35,8 +41,10 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
         if len(parts) == 2 and parts[1].isdigit():
             counts[parts[0]] = int(parts[1])
     assert counts.get("train") == 1 and counts.get("export_encoder") == 1
-    assert counts.get("tatoeba_evaluate", 0) >= 80
     assert counts.get("download_opus", 0) > 150
+    assert counts.get("bucc_mine") == 8 and counts.get("xnli_classify") == 1 and counts.get("wmt_similarity") == 1
+    assert counts.get("tatoeba_evaluate") == 83 + 29  # Tables 1 and 9
+    assert "mldoc_classify" not in counts  # evaluation.mldoc.path is null: Table 3 says how to get MLDoc
 
 
 @pytest.mark.slow
