@@ -232,6 +232,9 @@ if "mldoc" in EVAL:
         TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
                                  "RCV1/RCV2 (licensed by NIST): request the corpora, generate the files with "
                                  "https://github.com/facebookresearch/MLDoc and set evaluation.mldoc.path.")
+    elif "{root}" in EVAL["mldoc"]["path"] and not DATA_ROOT:
+        TASK_MISSING["mldoc"] = (f"data missing: evaluation.mldoc.path ({EVAL['mldoc']['path']}) uses {{root}} but "
+                                 "data_root is null: set data_root, or give the MLDoc directory as a plain path.")
     else:
         TASK_MISSING["mldoc"] = missing_note(
             "mldoc", [mldoc_file(lang, split) for lang in EVAL["mldoc"]["languages"]
