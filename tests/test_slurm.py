@@ -33,7 +33,10 @@ TEST_CLUSTER_PROFILE = {
     "set-resources": {
         # no GPU: the toy config's two CPU workers (train.cpu_processes) on the node's 2 CPUs
         "train": {"gpu": 0, "cpus_per_task": 2, "mem_mb": 4000},
-        "bpe_learn": {"mem_mb": 4000},   # the profile's sizes above the node's memory
+        # the profile's sizes above the node's memory (sbatch would reject the job or its group)
+        "bpe_learn": {"mem_mb": 4000},
+        "bucc_mine": {"mem_mb": 4000},
+        "xnli_classify": {"mem_mb": 4000},
     },
 }
 # plugin settings for a cluster without accounting database, and a fast first status check
