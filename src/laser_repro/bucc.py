@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from laser_repro.textio import InputError, atomic_output, iter_lines, read_json, write_json
+from laser_repro.textio import InputError, atomic_output, decode_lines, iter_lines, read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -105,14 +105,7 @@ def iter_member_lines(archive: str | os.PathLike, member: str) -> Iterator[tuple
                     continue
                 if not info.isfile():
                     raise InputError(f"{where}: not a regular file")
-                stream = tf.extractfile(info)
-                for number, raw in enumerate(stream, start=1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as err:
-                        raise InputError(f"{where}: line {number}: invalid UTF-8 at byte {err.start}: "
-                                         f"{raw[max(0, err.start - 10):err.start + 10]!r}") from None
-                    line = line.removesuffix("\n")
+                for number, line in decode_lines(tf.extractfile(info), where):
                     if number == 1 and line.startswith("\ufeff"):
                         line = line[1:]
                     yield number, line

@@ -25,13 +25,21 @@ def iter_lines(path: Path | str, *, progress: bool = False, desc: str | None = N
     path = Path(path)
     with open(path, "rb") as f, tqdm(desc=desc or path.name, unit=" lines", disable=not progress,
                                      file=sys.stderr, mininterval=2) as bar:
-        for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise InputError(f"{path}: line {number}: invalid UTF-8 at byte {err.start} of the line: {raw[max(0, err.start - 10):err.start + 10]!r}") from None
+        for _, line in decode_lines(f, path):
             bar.update()
-            yield line[:-1] if line.endswith("\n") else line
+            yield line
+
+
+def decode_lines(stream: IO[bytes], where) -> Iterator[tuple[int, str]]:
+    """(1-based number, line without its '\\n') of a binary stream (file, tar or zip member); invalid
+    UTF-8 raises InputError naming `where` and the line."""
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(f"{where}: line {number}: invalid UTF-8 at byte {err.start} of the line: "
+                             f"{raw[max(0, err.start - 10):err.start + 10]!r}") from None
+        yield number, line[:-1] if line.endswith("\n") else line
 
 
 def count_lines(path: Path | str) -> int:

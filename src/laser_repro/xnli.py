@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from laser_repro import languages
-from laser_repro.textio import InputError, atomic_output, write_json
+from laser_repro.textio import InputError, atomic_output, decode_lines, write_json
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +102,8 @@ def zip_lines(zip_path: Path | str, wanted: str) -> Iterator[tuple[str, int, str
             where = f"{zip_path}:{member}"
             number = 0
             with zf.open(member) as stream:
-                for number, raw in enumerate(stream, start=1):
-                    try:
-                        line = raw.decode("utf-8")
-                    except UnicodeDecodeError as err:
-                        raise InputError(f"{where}: line {number}: invalid UTF-8 at byte {err.start} of the line: "
-                                         f"{raw[max(0, err.start - 10):err.start + 10]!r}") from None
-                    line = line.rstrip("\n").rstrip("\r")
+                for number, line in decode_lines(stream, where):
+                    line = line.rstrip("\r")
                     if number == 1:
                         line = line.removeprefix("\ufeff")
                     yield where, number, line
