@@ -175,10 +175,12 @@ def _train_worker(a, settings: dict, rank) -> None:
         log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
                  planned, train["max_tokens"], rank.world_size, train["update_freq"],
                  train["max_tokens"] * rank.world_size * train["update_freq"])
+    nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
-                                             settings["model"], train, cpu=gpus == 0)
+                                             settings["model"], train, cpu=gpus == 0, nli=nli)
     argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
-                                            cpu=gpus == 0)
+                                            cpu=gpus == 0,
+                                            unused_parameters=fairseq_bridge.nli_settings(nli) is not None)
     if rank.is_master:
         log.info("fairseq-train %s", " ".join(argv))
     deadline = launch.training_deadline(a.stop_before_limit) if rank.is_master else None
@@ -285,16 +287,16 @@ def cmd_embed(a):
 
 def cmd_tatoeba_table(a):
     from laser_repro import tables
-    from laser_repro.textio import count_lines
+    from laser_repro.fairseq_bridge import binarized_sentences
 
     results = {}
     for path in a.scores or []:
         res = read_json(path)
         results[res["language"]] = res
     sizes: dict[str, int] = {}
-    for path in a.train:  # <src>-<tgt>.<src>
-        src = Path(path).suffix.lstrip(".")
-        sizes[src] = sizes.get(src, 0) + count_lines(path)
+    for path in a.train:  # binarized source side: train.<src>-<tgt>.<src>.idx
+        src = Path(path).with_suffix("").suffix.lstrip(".")
+        sizes[src] = sizes.get(src, 0) + binarized_sentences(path)
     rows = tables.table1_rows(results, sizes)
     tables.write_tatoeba_table(rows, a.md, a.csv, run_name=a.run_name, unseen=a.unseen)
     log.info("wrote %s and %s", a.md, a.csv)
@@ -414,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--save-dir", required=True)
     s.add_argument("--final", required=True)
     s.add_argument("--threads", type=int, default=1)
-    s.add_argument("--settings", required=True, help="JSON: pairs, targets, model, train")
+    s.add_argument("--settings", required=True,
+                   help='JSON: pairs, targets, model, train (+ optional nli: {"data": PREFIX, "weight": W})')
     s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
                    help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
                         "machine; srun: one worker per task of the SLURM allocation; worker: internal")
@@ -461,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
     s.add_argument("--scores", nargs="*", default=[])
-    s.add_argument("--train", nargs="+", required=True)
+    s.add_argument("--train", nargs="+", required=True, help="binarized source sides: train.<src>-<tgt>.<src>.idx")
     s.add_argument("--unseen", action="store_true", help="Table 9: languages without training data")
     s.set_defaults(func=cmd_tatoeba_table)
 
@@ -478,8 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv8", help="xnli: Table 8 CSV")
     s.set_defaults(func=cmd_eval_table)
 
-    from laser_repro import bucc, mldoc, wmt, xnli
-    for task in (bucc, xnli, mldoc, wmt):
+    from laser_repro import ablation, bucc, mldoc, nli_multitask, provenance, wmt, xnli
+    for task in (bucc, xnli, mldoc, wmt, provenance, ablation, nli_multitask):
         task.add_cli(sub)
     return p
 

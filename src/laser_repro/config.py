@@ -118,6 +118,19 @@ def _check_semantics(config: dict, source: str) -> None:
         if code not in BUCC_LANGUAGES:
             raise ConfigError(f"{source}: evaluation.bucc.languages[{i}]: BUCC 2018 has only "
                               f"{sorted(BUCC_LANGUAGES)} (paired with English), not {code!r}")
+    ablations = config.get("ablations", {})
+    for i, code in enumerate(ablations.get("languages", {}).get("subset", [])):
+        known(code, f"ablations.languages.subset[{i}]")
+    if "languages" in ablations:
+        subset = ablations["languages"]["subset"]
+        absent = [t for t in config["targets"] if t not in subset]
+        if absent:
+            raise ConfigError(f"{source}: ablations.languages.subset: must contain the run targets; {absent} missing")
+        if not any(s in subset and t in subset for s, t in Plan(config).pairs):
+            raise ConfigError(f"{source}: ablations.languages.subset: no training pair has both languages in {subset}")
+    if any(w > 0 for w in ablations.get("nli", {}).get("weights", [])) and "xnli" not in evaluation:
+        raise ConfigError(f"{source}: ablations.nli: the NLI multitask trains on MultiNLI; configure evaluation.xnli "
+                          "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
     train = config["train"]
     planned = train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"]
     if train.get("tokens_per_update") is not None and train["tokens_per_update"] != planned:
@@ -140,6 +153,21 @@ def load(path: str | Path, overrides: dict | None = None) -> dict:
         raise ConfigError(f"{path}: top level must be a mapping")
     config.update(overrides or {})
     return validate(config, source=str(path))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One trained model: the base model or an ablation variant (paper section 5)."""
+    name: str
+    label: str
+    model: tuple  # sorted (key, value) items of the model section
+    pairs: tuple[tuple[str, str], ...]
+    nli_weight: int = 0
+
+    @property
+    def identity(self) -> tuple:
+        """What training depends on: variants with equal identity are the same model."""
+        return (self.model, self.pairs, self.nli_weight)
 
 
 @dataclass(frozen=True)
@@ -213,3 +241,60 @@ class Plan:
     def tokens_per_update(self) -> int:
         train = self.config["train"]
         return train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"]
+
+    # -- ablation variants (Tables 5-7) ------------------------------------------------------------
+    @cached_property
+    def base(self) -> Variant:
+        return Variant("base", "base model", tuple(sorted(self.config["model"].items())), tuple(self.pairs))
+
+    def _variant(self, name: str, label: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
+        merged = {**self.config["model"], **(model or {})}
+        return Variant(name, label, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
+
+    @cached_property
+    def ablation_rows(self) -> dict[str, list[tuple[str, str, Variant]]]:
+        """ablation -> [(variant name, row label, model trained)] in config order. A variant equal to
+        the base model is the base model (trained once): its model is the base Variant."""
+        ablations = self.config.get("ablations", {})
+        rows: dict[str, list[tuple[str, str, Variant]]] = {}
+        if "depth" in ablations:
+            rows["depth"] = [(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
+                              self._variant(f"layers{n}", f"{n} layers", model={"encoder_layers": n}))
+                             for n in ablations["depth"]["layers"]]
+        if "nli" in ablations:
+            rows["nli"] = [(f"nli{w}", "no NLI" if w == 0 else f"NLI x{w}",
+                            self._variant(f"nli{w}", f"NLI x{w}", nli_weight=w))
+                           for w in ablations["nli"]["weights"]]
+        if "languages" in ablations:
+            subset = set(ablations["languages"]["subset"])
+            kept = [p for p in self.pairs if p[0] in subset and p[1] in subset]
+            n_sub = len({lang for pair in kept for lang in pair})
+            rows["languages"] = [("all_languages", f"all {len(self.trained_languages)} languages", self.base),
+                                 ("subset_languages", f"{n_sub} evaluation languages",
+                                  self._variant("subset_languages", f"{n_sub} languages", pairs=kept))]
+        base = self.base
+        return {ablation: [(name, label, base if v.identity == base.identity else v) for name, label, v in variants]
+                for ablation, variants in rows.items()}
+
+    @cached_property
+    def variants(self) -> dict[str, Variant]:
+        """Every distinct model to train: the base model first, then the ablation variants."""
+        out = {"base": self.base}
+        for rows in self.ablation_rows.values():
+            for _, _, variant in rows:
+                out.setdefault(variant.name, variant)
+        return out
+
+    @cached_property
+    def variant_aliases(self) -> dict[str, str]:
+        """Every variant name (also those equal to the base model) -> the name of the model trained."""
+        names = {"base": "base"}
+        for rows in self.ablation_rows.values():
+            names.update({name: variant.name for name, _, variant in rows})
+        return names
+
+    def nli_settings(self, variant: Variant) -> dict | None:
+        if not variant.nli_weight:
+            return None
+        return {"weight": variant.nli_weight, "hidden_dim": self.config["ablations"]["nli"]["hidden_dim"]}
+

@@ -1,6 +1,7 @@
 """The one module through which the pipeline talks to fairseq.
 
 * :func:`binarize_pair`      -- ``fairseq-preprocess`` of one bitext into a shared data dir
+* :func:`binarize_nli`       -- NLI premise/hypothesis/label files for the multitask objective
 * :func:`fairseq_train_argv` -- the ``fairseq-train`` command line for our task/model
 * :func:`train`              -- run ``fairseq-train`` in-process (resumes from checkpoint_last.pt,
   stops with a checkpoint when asked to)
@@ -35,6 +36,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
+import numpy as np
 import torch
 
 #: the ``--user-dir`` of our fairseq plugin
@@ -58,6 +60,7 @@ _MODEL_KEYS = {
     "dropout": "--dropout",
     "max_source_positions": "--max-source-positions",
     "max_target_positions": "--max-target-positions",
+    "nli_hidden_dim": "--nli-hidden-dim",
 }
 _TRAIN_KEYS = {
     "lr": "--lr",
@@ -80,6 +83,21 @@ _REQUIRED_TRAIN_KEYS = ("lr", "max_tokens", "update_freq", "max_epoch", "seed", 
 # -------------------------------------------------------------------------------------------
 # binarization
 # -------------------------------------------------------------------------------------------
+
+
+_MMAP_INDEX_MAGIC = b"MMIDIDX\x00\x00"
+
+
+def binarized_sentences(idx_path) -> int:
+    """Number of sentences of a binarized (fairseq mmap) dataset, read from its .idx header
+    (magic, version <Q, dtype code <B, then the sentence count <Q)."""
+    import struct
+
+    with open(idx_path, "rb") as f:
+        head = f.read(len(_MMAP_INDEX_MAGIC) + 8 + 1 + 8)
+    if not head.startswith(_MMAP_INDEX_MAGIC) or len(head) < 26:
+        raise ValueError(f"{idx_path}: not a fairseq mmap index (.idx) file")
+    return struct.unpack("<Q", head[18:26])[0]
 
 
 def _pair_files(split: str, src: str, tgt: str) -> list[str]:
@@ -170,6 +188,67 @@ def binarize_pair(
             os.replace(Path(tmp) / name, dest / name)
 
 
+#: the files :func:`binarize_nli` writes, as suffixes of its ``dest_prefix``
+NLI_SUFFIXES = (".premise.bin", ".premise.idx", ".hypothesis.bin", ".hypothesis.idx", ".label.npy")
+
+
+def binarize_nli(premise_bpe, hypothesis_bpe, labels_tsv, dict_path, dest_prefix, log=None, *,
+                 workers: int = 1) -> int:
+    """Binarize NLI training pairs for the multitask objective (``--nli-data dest_prefix``).
+
+    ``premise_bpe`` / ``hypothesis_bpe``: BPE'd sentences, one per line; ``labels_tsv``: the
+    ``pairID<TAB>label`` file of the same rows (:func:`laser_repro.xnli.read_labels`; labels
+    entailment / neutral / contradiction -> 0 / 1 / 2, the order of ``XNLI_LABELS``).
+    Writes ``{dest_prefix}.premise.{bin,idx}`` and ``{dest_prefix}.hypothesis.{bin,idx}``
+    (fairseq mmap indexed datasets with the joint dictionary ``dict_path``, binarized by
+    :func:`binarize_pair`) and ``{dest_prefix}.label.npy`` (int64).  The three inputs must have
+    the same number of lines (ValueError naming the files otherwise).  Everything is written
+    under temporary names first; the final names appear only once all files are complete
+    (``.label.npy`` last, an earlier one is removed first).  Same inputs -> identical bytes.
+    Returns the number of pairs.
+    """
+    from laser_repro.textio import count_lines
+    from laser_repro.xnli import read_labels
+
+    premise_bpe, hypothesis_bpe, labels_tsv = (Path(p).resolve() for p in (premise_bpe, hypothesis_bpe, labels_tsv))
+    for f in (premise_bpe, hypothesis_bpe, labels_tsv, Path(dict_path)):
+        if not f.is_file():
+            raise FileNotFoundError(f)
+    _, labels = read_labels(labels_tsv)
+    counts = {premise_bpe: count_lines(premise_bpe), hypothesis_bpe: count_lines(hypothesis_bpe), labels_tsv: len(labels)}
+    if len(set(counts.values())) != 1:
+        raise ValueError("NLI files differ in length: " + ", ".join(f"{f}: {n} lines" for f, n in counts.items()))
+    n = len(labels)
+
+    dest_prefix = Path(dest_prefix)
+    dest_dir = dest_prefix.parent
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=f".binarize-nli-{dest_prefix.name}-") as tmp:
+        tmp = Path(tmp)
+        # binarize_pair reads {prefix}.{lang}: the two sides as "languages" premise / hypothesis
+        for side, f in (("premise", premise_bpe), ("hypothesis", hypothesis_bpe)):
+            os.symlink(f, tmp / f"nli.{side}")
+        binarize_pair("premise", "hypothesis", tmp / "nli", dict_path, tmp / "bin", log=log, workers=workers)
+        from fairseq.data import indexed_dataset
+
+        staged = {}
+        for side in ("premise", "hypothesis"):
+            path = tmp / "bin" / f"train.premise-hypothesis.{side}"
+            rows = len(indexed_dataset.MMapIndexedDataset(str(path)))
+            if rows != n:  # e.g. a line break that fairseq reads differently
+                raise RuntimeError(f"{side}s: fairseq binarized {rows} sentences, {n} lines expected")
+            for ext in ("bin", "idx"):
+                staged[f".{side}.{ext}"] = path.with_name(f"{path.name}.{ext}")
+        staged[".label.npy"] = tmp / "label.npy"
+        np.save(staged[".label.npy"], labels.astype(np.int64, copy=False))
+
+        final = {suffix: Path(f"{dest_prefix}{suffix}") for suffix in NLI_SUFFIXES}
+        final[".label.npy"].unlink(missing_ok=True)  # a rewrite must not look done half way
+        for suffix in NLI_SUFFIXES:
+            os.replace(staged[suffix], final[suffix])
+    return n
+
+
 # -------------------------------------------------------------------------------------------
 # training command line
 # -------------------------------------------------------------------------------------------
@@ -207,6 +286,28 @@ def has_valid_data(data_dir, lang_pairs) -> bool:
     return False
 
 
+def nli_settings(nli: Optional[Mapping]) -> Optional[tuple[str, int]]:
+    """``(data_prefix, weight)`` of the ``"nli"`` settings ``{"data": PREFIX, "weight": W}`` when
+    the NLI objective is on (W > 0), else None (``nli`` None / absent, or W == 0).
+
+    W must be an integer >= 0 (see :mod:`laser_repro.fairseq_plugin.laser_task` for its meaning)."""
+    if nli is None:
+        return None
+    if not isinstance(nli, Mapping):
+        raise TypeError(f"nli settings must be a mapping {{'data': PREFIX, 'weight': W}}, got {nli!r}")
+    unknown = set(nli) - {"data", "weight"}
+    if unknown:
+        raise ValueError(f"unknown nli keys: {sorted(unknown)}")
+    weight = nli.get("weight", 0)
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+        raise ValueError(f"nli.weight must be an integer >= 0, got {weight!r}")
+    if weight == 0:
+        return None
+    if not nli.get("data"):
+        raise ValueError("nli.weight > 0 needs nli.data (the dest_prefix of binarize-nli)")
+    return str(nli["data"]), weight
+
+
 def fairseq_train_argv(
     data_dir,
     save_dir,
@@ -218,6 +319,7 @@ def fairseq_train_argv(
     *,
     arch: str = "laser_lstm",
     validate: Optional[bool] = None,
+    nli: Optional[Mapping] = None,
 ) -> list[str]:
     """The ``fairseq-train`` arguments (without the program name) for a LASER model.
 
@@ -231,6 +333,10 @@ def fairseq_train_argv(
     max_sentences, max_update, save_interval_updates, keep_interval_updates, clip_norm,
     log_file, fp16).
     ``validate``: None = validate iff valid.* files exist in ``data_dir``.
+    ``nli``: ``{"data": PREFIX, "weight": W}`` (:func:`nli_settings`); with W > 0 adds the task
+    options ``--nli-data PREFIX --nli-weight W`` and uses the ``laser_multitask`` criterion
+    instead of ``cross_entropy`` (model key ``nli_hidden_dim``: the classifier's hidden units);
+    absent or W == 0: the command line is the one without NLI.
     Optimizer: Adam with a constant learning rate (``--lr-scheduler fixed``), as in the paper.
     """
     unknown = set(model) - set(_MODEL_KEYS)
@@ -242,6 +348,7 @@ def fairseq_train_argv(
     missing = [k for k in _REQUIRED_TRAIN_KEYS if k not in train]
     if missing:
         raise ValueError(f"missing train keys: {missing}")
+    nli_on = nli_settings(nli)
 
     argv = [
         str(data_dir),
@@ -249,13 +356,15 @@ def fairseq_train_argv(
         "--task", "laser_multilingual",
         "--lang-pairs", _join_pairs(lang_pairs),
         "--target-langs", _join_langs(target_langs),
-        "--arch", arch,
     ]
+    if nli_on:
+        argv += ["--nli-data", nli_on[0], "--nli-weight", str(nli_on[1])]
+    argv += ["--arch", arch]
     for key, opt in _MODEL_KEYS.items():
         if model.get(key) is not None:
             argv += [opt, _fmt(model[key])]
     argv += [
-        "--criterion", "cross_entropy",
+        "--criterion", "laser_multitask" if nli_on else "cross_entropy",
         "--optimizer", "adam",
         "--lr-scheduler", "fixed",
     ]
@@ -370,9 +479,15 @@ def load_model(checkpoint_path):
 # -------------------------------------------------------------------------------------------
 
 
-def distributed_argv(world_size: int, rank: int, local_rank: int, cpu: bool) -> list[str]:
+def distributed_argv(world_size: int, rank: int, local_rank: int, cpu: bool, *,
+                     unused_parameters: bool = False) -> list[str]:
     """fairseq options for one rank of a ``world_size``-process run whose rendezvous is in the
-    environment (``MASTER_ADDR`` / ``MASTER_PORT``, set by torchrun or by our srun worker)."""
+    environment (``MASTER_ADDR`` / ``MASTER_PORT``, set by torchrun or by our srun worker).
+
+    ``unused_parameters``: some batches leave parameters unused (the NLI objective: the decoder
+    on NLI batches, the head on translation batches); torch's DistributedDataParallel (GPUs) then
+    needs ``--find-unused-parameters``.  legacy_ddp (CPU) all-reduces every parameter anyway,
+    zero gradients included."""
     if world_size <= 1:
         return []
     argv = [
@@ -390,6 +505,8 @@ def distributed_argv(world_size: int, rank: int, local_rank: int, cpu: bool) -> 
         # torch's DistributedDataParallel refuses device_ids for CPU modules, which fairseq's
         # pytorch_ddp wrapper always passes; legacy_ddp all-reduces the gradients itself
         argv += ["--ddp-backend", "legacy_ddp"]
+    elif unused_parameters:
+        argv.append("--find-unused-parameters")
     return argv
 
 

@@ -52,6 +52,16 @@ def count_lines(path: Path | str) -> int:
     return count + (last != b"\n")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: mkstemp creates 0600 files; results get the permissions of a plain open() (0666 & ~umask)
+_FILE_MODE = 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_output(path: Path | str, mode: str = "w") -> Iterator[IO]:
     """Open a temp file next to `path`; rename it onto `path` only if the block succeeds."""
@@ -61,6 +71,7 @@ def atomic_output(path: Path | str, mode: str = "w") -> Iterator[IO]:
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": "\n"})) as f:
             yield f
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

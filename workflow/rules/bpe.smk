@@ -17,7 +17,7 @@ rule bpe_sample:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-sample --output {output} --max-lines {params.max_lines}"
-               " --seed {params.seed} --inputs {input}")
+               " --seed {params.seed} --inputs {input}", keys=["bpe.sample_lines", "bpe.seed"])
 
 
 rule bpe_learn:
@@ -43,7 +43,7 @@ rule bpe_learn:
     shell:
         logged("laser-repro bpe-learn --sample {input} --model-prefix {params.prefix}"
                " --vocab-size {params.vocab_size} --character-coverage {params.coverage}"
-               " --seed {params.seed} --threads {threads}")
+               " --seed {params.seed} --threads {threads}", keys=["bpe"])
 
 
 rule fairseq_dict:
@@ -75,4 +75,4 @@ rule bpe_apply:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-apply --model {input.model} --output {output}"
-               " --block-lines {params.block} --inputs {input.shards}")
+               " --block-lines {params.block} --inputs {input.shards}", keys=["preprocess.block_lines"])

@@ -4,6 +4,7 @@ import sys
 
 from laser_repro import config as run_config
 from laser_repro import languages
+from laser_repro.ablation import TABLES as ABLATION_TABLES
 from laser_repro.config import BUCC_LANGUAGES
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
@@ -24,6 +25,7 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_-]+",
     k="[0-9]+",
     n="[0-9]+",
+    variant="|".join(PLAN.variants),
 
 
 def shards_of(corpus):
@@ -45,6 +47,46 @@ def pair_tok_shards(wildcards):
             for p in tok_shards(b.corpus, b.src, b.tgt, wildcards.lang)]
 
 
+# ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
+VARIANTS = PLAN.variants
+METRICS = f"{RUN}/metrics"
+FIGURES = f"results/figures/{CFG['run_name']}"
+
+
+def nli_ready():
+    return "xnli" in CFG["evaluation"] and task_ready("xnli")
+
+
+def buildable(variant):
+    """A variant can be trained: the NLI ones need MultiNLI."""
+    return not VARIANTS[variant].nli_weight or nli_ready()
+
+
+def train_inputs(w):
+    variant = VARIANTS[w.variant]
+    files = {"bin": [f"{RUN}/bin/train.{src}-{tgt}.{lang}.{ext}"
+                     for src, tgt in variant.pairs for lang in (src, tgt) for ext in ("bin", "idx")],
+             "dict": f"{RUN}/bin/dict.txt"}
+    if variant.nli_weight:
+        files["nli"] = f"{RUN}/bin/nli/train.label.npy"
+    return files
+
+
+def train_settings(name, input):
+    variant = VARIANTS[name]
+    settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
+                "model": dict(variant.model), "train": CFG["train"]}
+    nli = PLAN.nli_settings(variant)
+    if nli:
+        settings["nli"] = {"data": input.nli.removesuffix(".label.npy"), "weight": nli["weight"]}
+        settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
+    return settings
+
+
+def encoder(w):
+    return f"{RUN}/models/{w.variant}/encoder.pt"
+
+
 def bpe_train_files():
     return [f"{RUN}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in PLAN.pairs for lang in (src, tgt)]
 
@@ -54,17 +96,63 @@ def binarized_files():
             for src, tgt in PLAN.pairs for lang in (src, tgt) for ext in ("bin", "idx")]
 
 
-def logged(cmd):
-    """Shell command with its stderr and stdout sent to the rule's log."""
-    return f"{cmd} > {{log}} 2>&1"
-
-
 def shell_quote_json(data):
     """JSON for one shell argument."""
     import json
     import shlex
 
     return shlex.quote(json.dumps(data, sort_keys=True))
+
+
+def config_value(key):
+    """A dotted config key's value (None when absent)."""
+    value = CFG
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def logged(cmd, keys=(), sources=False):
+    """Shell command with its stdout and stderr sent to the rule's log; once it succeeded, a provenance
+    record beside every output (<output>.prov.json: inputs with sha256, the config `keys` the rule
+    depends on, code and library versions, host, start/end; laser_repro.provenance). `sources`: the
+    rule reads raw files; their public URLs are recorded (params.sources)."""
+    settings = shell_quote_json({key: config_value(key) for key in keys}).replace("{", "{{").replace("}", "}}")
+    source_args = " {params.sources}" if sources else ""
+    return (f"T0=$(date -u +%Y-%m-%dT%H:%M:%SZ); {cmd} > {{log}} 2>&1"
+            f" && python -m laser_repro.provenance provenance --rule {{params.rule_name}} --start $T0"
+            f" --inputs {{input}} --outputs {{output}}"
+            f" --log {{log}} --config-json {settings}{source_args} >> {{log}} 2>&1")
+
+
+def name_recorded_rules():
+    """params.rule_name of every rule whose command ends in a provenance record (`{rule}` would do
+    in the shell command, but the linter does not know it). Call once all rules are defined."""
+    for rule_ in workflow.rules:
+        if rule_.shellcmd and "laser_repro.provenance" in rule_.shellcmd:
+            rule_.set_params(rule_name=rule_.name)
+
+
+RAW_URLS = {}  # raw input file (corpus, test set) -> its public URL, for provenance records
+
+
+def raw(path, url):
+    RAW_URLS[path] = url
+    return path
+
+
+def downloaded_from(url_of):
+    """params.sources of a download rule: its output comes from url_of(wildcards)."""
+    import shlex
+
+    return lambda w, output: f"--source {shlex.quote(f'{output[0]}={url_of(w)}')}"
+
+
+def raw_sources(w, input):
+    """--source PATH=URL for the rule's raw inputs."""
+    import shlex
+
+    return " ".join(f"--source {shlex.quote(f'{path}={RAW_URLS[path]}')}" for path in input if path in RAW_URLS)
 
 
 def opus_zip(corpus, src, tgt):
@@ -78,7 +166,10 @@ def local_corpus_file(corpus, lang):
     c = PLAN.corpora[corpus]
     code = getattr(languages.get(lang), c["code_column"])
     if DATA_ROOT:
-        return c["path"].format(root=DATA_ROOT, code=code)
+        path = c["path"].format(root=DATA_ROOT, code=code)
+        if "download" in c:
+            raw(path, f"{c['download']['url']}#{c['download']['member'].format(code=code)}")
+        return path
     if "download" not in c:
         raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no download section")
     return f"resources/{corpus}/{code}"
@@ -86,7 +177,8 @@ def local_corpus_file(corpus, lang):
 
 def tatoeba_test_file(lang, side):
     if DATA_ROOT:
-        return CFG["evaluation"]["tatoeba"]["path"].format(root=DATA_ROOT, lang=lang, side=side)
+        return raw(CFG["evaluation"]["tatoeba"]["path"].format(root=DATA_ROOT, lang=lang, side=side),
+                   CFG["evaluation"]["tatoeba"]["url"].format(lang=lang, side=side))
     return f"resources/tatoeba-v1/tatoeba.{lang}-eng.{side}"
 
 
@@ -151,7 +243,7 @@ def eval_input(url, path_template, sha256=None, **fields):
     if DATA_ROOT:
         path = path_template.format(root=DATA_ROOT, **fields)
         EVAL_SOURCES[path] = url
-        return path
+        return raw(path, url)
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -259,25 +351,56 @@ def missing_arg(task):
     return "" if note is None else f"--missing {shlex.quote(note)}"
 
 
-def emb(task, name, lang):
-    return f"{RUN}/eval/{task}/emb/{name}.{lang}.npy"
+def emb(task, name, lang, variant="{variant}"):
+    """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given)."""
+    return f"{RUN}/eval/{task}/{variant}/emb/{name}.{lang}.npy"
 
 
 def xnli_classify_inputs(w):
     langs = EVAL["xnli"]["languages"]
-    files = {"train": [emb("xnli", "train-p", "eng"), emb("xnli", "train-h", "eng"), f"{RUN}/eval/xnli/labels/train.eng.tsv"],
-             "dev": [emb("xnli", "dev-p", "eng"), emb("xnli", "dev-h", "eng"), f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
+    v = w.variant
+    files = {"train": [emb("xnli", "train-p", "eng", v), emb("xnli", "train-h", "eng", v),
+                       f"{RUN}/eval/xnli/labels/train.eng.tsv"],
+             "dev": [emb("xnli", "dev-p", "eng", v), emb("xnli", "dev-h", "eng", v),
+                     f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
     for lang in langs:
-        files[f"test_{lang}"] = [emb("xnli", "test-p", lang), emb("xnli", "test-h", lang),
+        files[f"test_{lang}"] = [emb("xnli", "test-p", lang, v), emb("xnli", "test-h", lang, v),
                                  f"{RUN}/eval/xnli/labels/test.{lang}.tsv"]
     return files
 
 
 def mldoc_classify_inputs(w):
-    files = {"train": [emb("mldoc", "train", "eng"), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
-             "dev": [emb("mldoc", "dev", "eng"), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
+    v = w.variant
+    files = {"train": [emb("mldoc", "train", "eng", v), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
+             "dev": [emb("mldoc", "dev", "eng", v), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
     for lang in EVAL["mldoc"]["languages"]:
-        files[f"test_{lang}"] = [emb("mldoc", "test", lang), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
+        files[f"test_{lang}"] = [emb("mldoc", "test", lang, v), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
     return files
 
 
+def variant_scores(variant):
+    """The score files of every task that can run, for one variant: the inputs of its metrics."""
+    files = {"tatoeba": [f"{RUN}/tatoeba/{variant}/scores/{lang}.json" for lang in PLAN.tatoeba_seen]}
+    if task_ready("bucc"):
+        files["bucc"] = [f"{RUN}/eval/bucc/{variant}/scores/{xx}.json" for xx in EVAL["bucc"]["languages"]]
+    for task in ("xnli", "mldoc", "wmt"):
+        if task_ready(task):
+            files[task] = [f"{RUN}/eval/{task}/{variant}/scores.json"]
+    return files
+
+
+# ---- ablation tables (Tables 5-7) ----------------------------------------------------------------------
+TABLE_ABLATION = {n: a for n, (a, _, _) in ABLATION_TABLES.items() if a in PLAN.ablation_rows}  # configured ones
+
+
+def table_rows(table):
+    """--rows of an ablation table: label, variant name, model trained, metrics file (or why there is none)."""
+    rows = []
+    for name, label, variant in PLAN.ablation_rows[TABLE_ABLATION[table]]:
+        row = {"label": label, "variant": name, "model": variant.name, "metrics": None, "note": ""}
+        if buildable(variant.name):
+            row["metrics"] = f"{METRICS}/{variant.name}.json"
+        else:
+            row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
+        rows.append(row)
+    return rows

@@ -15,6 +15,7 @@ rule download_opus:
         absent_ok=lambda w: "--absent-ok" if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values()
                                                  if c.get("corpus") == w.opus_corpus) else "",
         retries=CFG["opus"]["retries"],
+        sources=downloaded_from(lambda w: f"{CFG['opus']['base_url']}/OPUS-{w.opus_corpus}/{w.version}/moses/{w.zipname}.txt.zip"),
     retries: 1
     resources:
         downloads=1,
@@ -22,7 +23,8 @@ rule download_opus:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url} --dest {output} {params.sha}"
-               " --retries {params.retries} --base-url {params.base} {params.mirror} {params.absent_ok}")
+               " --retries {params.retries} --base-url {params.base} {params.mirror} {params.absent_ok}",
+               keys=["opus"], sources=True)
 
 
 rule download_archive:
@@ -35,12 +37,14 @@ rule download_archive:
         sha=lambda w: f"--sha256 {PLAN.corpora[w.corpus]['download']['sha256']}"
         if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
         retries=CFG["opus"]["retries"],
+        sources=downloaded_from(lambda w: PLAN.corpora[w.corpus]["download"]["url"]),
     resources:
         downloads=1,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} {params.sha} --retries {params.retries}")
+        logged("laser-repro fetch --url {params.url} --dest {output} {params.sha} --retries {params.retries}",
+               keys=["corpora"], sources=True)
 
 
 rule extract_archive_member:
@@ -68,12 +72,14 @@ rule download_tatoeba_test:
     params:
         url=lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side),
         retries=CFG["opus"]["retries"],
+        sources=downloaded_from(lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side)),
     resources:
         downloads=1,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} --retries {params.retries}")
+        logged("laser-repro fetch --url {params.url} --dest {output} --retries {params.retries}",
+               keys=["evaluation.tatoeba.url"], sources=True)
 
 
 rule extract_bitext:
@@ -87,13 +93,15 @@ rule extract_bitext:
         "results/{run}/logs/corpora/{corpus}/{src}-{tgt}.log",
     params:
         args=extract_args,
+        sources=raw_sources,
     resources:
         mem_mb=1000,
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro extract {params.args}"
-               " --out-src {output.src} --out-tgt {output.tgt} --stats {output.stats}")
+               " --out-src {output.src} --out-tgt {output.tgt} --stats {output.stats}",
+               keys=["corpora", "filters"], sources=True)
 
 
 localrules: download_opus, download_archive, download_tatoeba_test, extract_archive_member

@@ -9,12 +9,12 @@ rule eval_embed:
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         model="results/{run}/bpe/spm.model",
-        encoder="results/{run}/encoder/encoder.pt",
+        encoder=encoder,
     output:
-        bpe=temp("results/{run}/eval/{task}/bpe/{name}.{lang}"),
-        emb="results/{run}/eval/{task}/emb/{name}.{lang}.npy",
+        bpe=temp("results/{run}/eval/{task}/{variant}/bpe/{name}.{lang}"),
+        emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
     log:
-        "results/{run}/logs/eval/{task}/embed/{name}.{lang}.log",
+        "results/{run}/logs/{variant}/eval/{task}/embed/{name}.{lang}.log",
     wildcard_constraints:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
@@ -28,7 +28,7 @@ rule eval_embed:
         logged("(laser-repro prepare-text --model {input.model} {params.lowercase} --lang {wildcards.lang}"
                " --input {input.text} --output {output.bpe}"
                " && laser-repro embed --encoder {input.encoder} --input {output.bpe} --output {output.emb}"
-               " --max-tokens {params.max_tokens} --threads {threads})")
+               " --max-tokens {params.max_tokens} --threads {threads})", keys=["preprocess.lowercase", "embed.max_tokens"])
 
 
 rule download_eval:
@@ -71,12 +71,13 @@ rule bucc_sentences:
         xx="[a-z]{3}",
         split="training|test",
     params:
+        sources=raw_sources,
         member=lambda w: bucc_member(w.xx, w.split, w.side),
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-sentences --archive {input} --member {params.member}"
-               " --sentences {output.text} --ids {output.ids}")
+               " --sentences {output.text} --ids {output.ids}", sources=True)
 
 
 rule bucc_gold:
@@ -87,23 +88,24 @@ rule bucc_gold:
     log:
         "results/{run}/logs/eval/bucc/gold/{xx}.log",
     params:
+        sources=raw_sources,
         member=lambda w: f"bucc2018/{BUCC_LANGUAGES[w.xx]}-en/{BUCC_LANGUAGES[w.xx]}-en.training.gold",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro extract-member --archive {input} --member {params.member} --output {output}")
+        logged("laser-repro extract-member --archive {input} --member {params.member} --output {output}", sources=True)
 
 
 rule bucc_mine:
     input:
-        src=lambda w: emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx),
-        trg=lambda w: emb("bucc", f"{w.xx}-{w.split}-eng", "eng"),
+        src=lambda w: emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx, w.variant),
+        trg=lambda w: emb("bucc", f"{w.xx}-{w.split}-eng", "eng", w.variant),
     output:
-        "results/{run}/eval/bucc/candidates/{xx}-{split}.tsv",
+        "results/{run}/eval/bucc/{variant}/candidates/{xx}-{split}.tsv",
     log:
-        "results/{run}/logs/eval/bucc/mine/{xx}-{split}.log",
+        "results/{run}/logs/{variant}/eval/bucc/mine/{xx}-{split}.log",
     benchmark:
-        "results/{run}/benchmarks/bucc_mine/{xx}-{split}.tsv"
+        "results/{run}/benchmarks/{variant}/bucc_mine/{xx}-{split}.tsv"
     wildcard_constraints:
         split="training|test",
     params:
@@ -116,19 +118,19 @@ rule bucc_mine:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-mine --src-emb {input.src} --trg-emb {input.trg} {params.cfg}"
-               " --threads {threads} --candidates {output}")
+               " --threads {threads} --candidates {output}", keys=["evaluation.bucc"])
 
 
 rule bucc_evaluate:
     input:
-        candidates="results/{run}/eval/bucc/candidates/{xx}-training.tsv",
+        candidates="results/{run}/eval/bucc/{variant}/candidates/{xx}-training.tsv",
         src_ids="results/{run}/eval/bucc/ids/{xx}-training-{xx}.tsv",
         trg_ids="results/{run}/eval/bucc/ids/{xx}-training-eng.tsv",
         gold="results/{run}/eval/bucc/gold/{xx}-training.gold",
     output:
-        "results/{run}/eval/bucc/scores/{xx}.json",
+        "results/{run}/eval/bucc/{variant}/scores/{xx}.json",
     log:
-        "results/{run}/logs/eval/bucc/evaluate/{xx}.log",
+        "results/{run}/logs/{variant}/eval/bucc/evaluate/{xx}.log",
     conda:
         "../../envs/laser.yaml"
     shell:
@@ -138,14 +140,14 @@ rule bucc_evaluate:
 
 rule bucc_extract:
     input:
-        candidates="results/{run}/eval/bucc/candidates/{xx}-test.tsv",
+        candidates="results/{run}/eval/bucc/{variant}/candidates/{xx}-test.tsv",
         src_ids="results/{run}/eval/bucc/ids/{xx}-test-{xx}.tsv",
         trg_ids="results/{run}/eval/bucc/ids/{xx}-test-eng.tsv",
-        train="results/{run}/eval/bucc/scores/{xx}.json",
+        train="results/{run}/eval/bucc/{variant}/scores/{xx}.json",
     output:
-        "results/{run}/eval/bucc/test_pairs/{xx}-en.tsv",
+        "results/{run}/eval/bucc/{variant}/test_pairs/{xx}-en.tsv",
     log:
-        "results/{run}/logs/eval/bucc/extract/{xx}.log",
+        "results/{run}/logs/{variant}/eval/bucc/extract/{xx}.log",
     conda:
         "../../envs/laser.yaml"
     shell:
@@ -155,13 +157,13 @@ rule bucc_extract:
 
 rule table4:
     input:
-        scores=expand(f"{RUN}/eval/bucc/scores/{{xx}}.json", xx=EVAL.get("bucc", {}).get("languages", []))
+        scores=expand(f"{RUN}/eval/bucc/base/scores/{{xx}}.json", xx=EVAL.get("bucc", {}).get("languages", []))
         if task_ready("bucc") else [],
-        pairs=expand(f"{RUN}/eval/bucc/test_pairs/{{xx}}-en.tsv", xx=EVAL.get("bucc", {}).get("languages", []))
+        pairs=expand(f"{RUN}/eval/bucc/base/test_pairs/{{xx}}-en.tsv", xx=EVAL.get("bucc", {}).get("languages", []))
         if task_ready("bucc") else [],
     output:
         md="results/tables/{run}/table4.md",
-        csv="results/tables/{run}/table4.csv",
+        csv=report("results/tables/{run}/table4.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table4.log",
     params:
@@ -187,6 +189,7 @@ if "wmt" in EVAL:
         log:
             f"{RUN}/logs/eval/wmt/texts.log",
         params:
+            sources=raw_sources,
             tarballs=lambda w, input: " ".join(f"--tarball {t}" for t in input),
             md5=" ".join(f"--md5 {m}" for m in EVAL["wmt"]["md5"]),
             langs=" ".join(EVAL["wmt"]["languages"]),
@@ -196,18 +199,18 @@ if "wmt" in EVAL:
             "../../envs/laser.yaml"
         shell:
             logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set}"
-                   " --langs {params.langs} --out-dir {params.out_dir} --prefix {params.test_set}.")
+                   " --langs {params.langs} --out-dir {params.out_dir} --prefix {params.test_set}.", sources=True)
 
     rule wmt_similarity:
         input:
             emb=[emb("wmt", WMT_SET, lang) for lang in wmt_languages()],
             meta=f"{RUN}/eval/wmt/text/meta.json",
         output:
-            f"{RUN}/eval/wmt/scores.json",
+            f"{RUN}/eval/wmt/{{variant}}/scores.json",
         log:
-            f"{RUN}/logs/eval/wmt/similarity.log",
+            f"{RUN}/logs/{{variant}}/eval/wmt/similarity.log",
         params:
-            emb=" ".join(f"--emb {lang} {emb('wmt', WMT_SET, lang)}" for lang in wmt_languages()),
+            emb=lambda w: " ".join(f"--emb {lang} {emb('wmt', WMT_SET, lang, w.variant)}" for lang in wmt_languages()),
         conda:
             "../../envs/laser.yaml"
         shell:
@@ -216,10 +219,10 @@ if "wmt" in EVAL:
 
 rule table_wmt:
     input:
-        [f"{RUN}/eval/wmt/scores.json"] if task_ready("wmt") else [],
+        [f"{RUN}/eval/wmt/base/scores.json"] if task_ready("wmt") else [],
     output:
         md="results/tables/{run}/wmt.md",
-        csv="results/tables/{run}/wmt.csv",
+        csv=report("results/tables/{run}/wmt.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table_wmt.log",
     params:
@@ -245,11 +248,13 @@ rule xnli_texts:
         "results/{run}/logs/eval/xnli/texts/{split}.{lang}.log",
     wildcard_constraints:
         split="dev|test",
+    params:
+        sources=raw_sources,
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro xnli-texts --zip {input} --split {wildcards.split} --lang {wildcards.lang}"
-               " --premises {output.premises} --hypotheses {output.hypotheses} --labels {output.labels}")
+               " --premises {output.premises} --hypotheses {output.hypotheses} --labels {output.labels}", sources=True)
 
 
 rule multinli_texts:
@@ -263,24 +268,25 @@ rule multinli_texts:
     log:
         "results/{run}/logs/eval/xnli/multinli.log",
     params:
+        sources=raw_sources,
         cap=lambda w: f"--max-pairs {EVAL['xnli']['train_max_pairs']} --seed {CFG['train']['seed']}"
         if EVAL["xnli"].get("train_max_pairs") else "",
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro multinli-texts --zip {input} {params.cap} --premises {output.premises}"
-               " --hypotheses {output.hypotheses} --labels {output.labels} --stats {output.stats}")
+               " --hypotheses {output.hypotheses} --labels {output.labels} --stats {output.stats}", sources=True)
 
 
 rule xnli_classify:
     input:
         unpack(xnli_classify_inputs),
     output:
-        "results/{run}/eval/xnli/scores.json",
+        "results/{run}/eval/xnli/{variant}/scores.json",
     log:
-        "results/{run}/logs/eval/xnli/classify.log",
+        "results/{run}/logs/{variant}/eval/xnli/classify.log",
     benchmark:
-        "results/{run}/benchmarks/xnli_classify.tsv"
+        "results/{run}/benchmarks/{variant}/xnli_classify.tsv"
     params:
         tests=lambda w, input: " ".join(f"--test {lang} " + " ".join(input[f"test_{lang}"])
                                         for lang in EVAL["xnli"]["languages"]),
@@ -299,12 +305,12 @@ rule xnli_classify:
 
 rule table2_table8:
     input:
-        [f"{RUN}/eval/xnli/scores.json"] if task_ready("xnli") else [],
+        [f"{RUN}/eval/xnli/base/scores.json"] if task_ready("xnli") else [],
     output:
         md2="results/tables/{run}/table2.md",
-        csv2="results/tables/{run}/table2.csv",
+        csv2=report("results/tables/{run}/table2.csv", category="Paper tables", caption="../report/table.rst"),
         md8="results/tables/{run}/table8.md",
-        csv8="results/tables/{run}/table8.csv",
+        csv8=report("results/tables/{run}/table8.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table2_table8.log",
     params:
@@ -329,20 +335,22 @@ rule mldoc_sentences:
         "results/{run}/logs/eval/mldoc/sentences/{split}.{lang}.log",
     wildcard_constraints:
         split="train|dev|test",
+    params:
+        sources=raw_sources,
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro mldoc-sentences --input {input} --lang {wildcards.lang}"
-               " --sentences {output.text} --docs {output.docs}")
+               " --sentences {output.text} --docs {output.docs}", sources=True)
 
 
 rule mldoc_classify:
     input:
         unpack(mldoc_classify_inputs),
     output:
-        "results/{run}/eval/mldoc/scores.json",
+        "results/{run}/eval/mldoc/{variant}/scores.json",
     log:
-        "results/{run}/logs/eval/mldoc/classify.log",
+        "results/{run}/logs/{variant}/eval/mldoc/classify.log",
     params:
         tests=lambda w, input: " ".join(f"--test {lang} " + " ".join(input[f"test_{lang}"])
                                         for lang in EVAL["mldoc"]["languages"]),
@@ -357,10 +365,10 @@ rule mldoc_classify:
 
 rule table3:
     input:
-        [f"{RUN}/eval/mldoc/scores.json"] if task_ready("mldoc") else [],
+        [f"{RUN}/eval/mldoc/base/scores.json"] if task_ready("mldoc") else [],
     output:
         md="results/tables/{run}/table3.md",
-        csv="results/tables/{run}/table3.csv",
+        csv=report("results/tables/{run}/table3.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table3.log",
     params:

@@ -18,4 +18,5 @@ rule preprocess_shard:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro preprocess --lang {wildcards.lang} --input {input} --output {output}"
-               " --shard {wildcards.k} --of {wildcards.n} --block-lines {params.block} {params.lowercase}")
+               " --shard {wildcards.k} --of {wildcards.n} --block-lines {params.block} {params.lowercase}",
+               keys=["preprocess"])

@@ -13,25 +13,27 @@ rule tatoeba_prepare:
         "results/{run}/logs/tatoeba/prepare/{lang}.log",
     params:
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        sources=raw_sources,
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro prepare-text --model {input.model} {params.lowercase}"
                " --lang {wildcards.lang} --input {input.xx} --output {output.xx}"
-               " --lang eng --input {input.eng} --output {output.eng}")
+               " --lang eng --input {input.eng} --output {output.eng}",
+               keys=["preprocess.lowercase"], sources=True)
 
 
 rule tatoeba_evaluate:
     input:
-        encoder="results/{run}/encoder/encoder.pt",
+        encoder=encoder,
         xx="results/{run}/tatoeba/bpe/{lang}-eng.{lang}",
         eng="results/{run}/tatoeba/bpe/{lang}-eng.eng",
     output:
-        xx_emb="results/{run}/tatoeba/emb/{lang}-eng.{lang}.npy",
-        eng_emb="results/{run}/tatoeba/emb/{lang}-eng.eng.npy",
-        scores="results/{run}/tatoeba/scores/{lang}.json",
+        xx_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.{lang}.npy",
+        eng_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.eng.npy",
+        scores="results/{run}/tatoeba/{variant}/scores/{lang}.json",
     log:
-        "results/{run}/logs/tatoeba/evaluate/{lang}.log",
+        "results/{run}/logs/{variant}/tatoeba/{lang}.log",
     params:
         max_tokens=CFG["embed"]["max_tokens"],
     threads: CFG["embed"]["threads"]
@@ -40,16 +42,17 @@ rule tatoeba_evaluate:
     shell:
         logged("laser-repro tatoeba --encoder {input.encoder} --lang {wildcards.lang}"
                " --xx {input.xx} --eng {input.eng} --xx-emb {output.xx_emb} --eng-emb {output.eng_emb}"
-               " --scores {output.scores} --max-tokens {params.max_tokens} --threads {threads}")
+               " --scores {output.scores} --max-tokens {params.max_tokens} --threads {threads}",
+               keys=["embed.max_tokens"])
 
 
 rule table1:
     input:
-        scores=expand(f"{RUN}/tatoeba/scores/{{lang}}.json", lang=PLAN.tatoeba_seen),
-        train=[f"{RUN}/bpe/train/{s}-{t}.{s}" for s, t in PLAN.pairs],
+        scores=expand(f"{RUN}/tatoeba/base/scores/{{lang}}.json", lang=PLAN.tatoeba_seen),
+        train=[f"{RUN}/bin/train.{s}-{t}.{s}.idx" for s, t in PLAN.pairs],
     output:
         md="results/tables/{run}/table1.md",
-        csv="results/tables/{run}/table1.csv",
+        csv=report("results/tables/{run}/table1.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table1.log",
     params:
@@ -63,11 +66,11 @@ rule table1:
 
 rule table9:
     input:
-        scores=expand(f"{RUN}/tatoeba/scores/{{lang}}.json", lang=PLAN.tatoeba_unseen),
-        train=[f"{RUN}/bpe/train/{s}-{t}.{s}" for s, t in PLAN.pairs],
+        scores=expand(f"{RUN}/tatoeba/base/scores/{{lang}}.json", lang=PLAN.tatoeba_unseen),
+        train=[f"{RUN}/bin/train.{s}-{t}.{s}.idx" for s, t in PLAN.pairs],
     output:
         md="results/tables/{run}/table9.md",
-        csv="results/tables/{run}/table9.csv",
+        csv=report("results/tables/{run}/table9.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table9.log",
     params:

@@ -23,6 +23,8 @@ rule binarize_pair:
                " --train-prefix {params.prefix} --dict {input.dict} --dest {params.dest}")
 
 
+# One model per variant (results/{run}/models/{variant}/): "base" is the model of Tables 1-4, 8, 9;
+# the ablation variants of Tables 5-7 differ from it in one setting (laser_repro.config.Plan.variants).
 # The checkpoint directory is deliberately not an output: Snakemake deletes outputs before a job
 # runs, and a rerun must resume from checkpoint_last.pt. checkpoint_final.pt marks completion.
 # Processes: locally one per GPU (torchrun), or train.cpu_processes without GPU. With Snakemake's
@@ -31,21 +33,18 @@ rule binarize_pair:
 # the retried job resumes from it.
 rule train:
     input:
-        binarized_files(),
-        dict="results/{run}/bin/dict.txt",
+        unpack(train_inputs),
     output:
-        "results/{run}/model/checkpoint_final.pt",
+        "results/{run}/models/{variant}/checkpoint_final.pt",
     log:
-        "results/{run}/logs/train.log",
+        "results/{run}/logs/{variant}/train.log",
     benchmark:
-        "results/{run}/benchmarks/train.tsv"
+        "results/{run}/benchmarks/{variant}/train.tsv"
     params:
         data=lambda w, input: os.path.dirname(input.dict),
-        # beside model/, not an output (see above)
-        save_dir=lambda w, output: os.path.join(os.path.dirname(os.path.dirname(output[0])), "checkpoints"),
-        config_json=lambda w: shell_quote_json({"pairs": [f"{s}-{t}" for s, t in PLAN.pairs],
-                                                "targets": PLAN.targets, "model": CFG["model"],
-                                                "train": CFG["train"]}),
+        # beside checkpoint_final.pt, not an output (see above)
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output[0]), "checkpoints"),
+        config_json=lambda w, input: shell_quote_json(train_settings(w.variant, input)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
@@ -56,17 +55,46 @@ rule train:
     shell:
         logged("laser-repro train --data {params.data} --save-dir {params.save_dir}"
                " --final {output} --threads {threads} --launcher {params.launcher}"
-               " --settings {params.config_json}")
+               " --settings {params.config_json}", keys=["model", "train", "targets", "ablations"])
 
 
 rule export_encoder:
     input:
-        "results/{run}/model/checkpoint_final.pt",
+        "results/{run}/models/{variant}/checkpoint_final.pt",
     output:
-        "results/{run}/encoder/encoder.pt",
+        "results/{run}/models/{variant}/encoder.pt",
     log:
-        "results/{run}/logs/export.log",
+        "results/{run}/logs/{variant}/export.log",
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro export --checkpoint {input} --output {output}")
+
+
+# Table 6: the MultiNLI pairs of the XNLI classifier (evaluation.xnli's sample), BPE'd and binarized
+# with the joint dictionary for the NLI multitask variants.
+rule nli_binarize:
+    input:
+        premises="results/{run}/eval/xnli/text/train-p.eng.txt",
+        hypotheses="results/{run}/eval/xnli/text/train-h.eng.txt",
+        labels="results/{run}/eval/xnli/labels/train.eng.tsv",
+        model="results/{run}/bpe/spm.model",
+        dict="results/{run}/bin/dict.txt",
+    output:
+        multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
+                 ".hypothesis.idx", ".label.npy"),
+    log:
+        "results/{run}/logs/binarize/nli.log",
+    params:
+        prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
+        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("(laser-repro prepare-text --model {input.model} {params.lowercase}"
+               " --lang eng --input {input.premises} --output {params.prefix}.premise.bpe"
+               " --lang eng --input {input.hypotheses} --output {params.prefix}.hypothesis.bpe"
+               " && laser-repro binarize-nli --premise {params.prefix}.premise.bpe"
+               " --hypothesis {params.prefix}.hypothesis.bpe --labels {input.labels} --dict {input.dict}"
+               " --dest-prefix {params.prefix} && rm {params.prefix}.premise.bpe {params.prefix}.hypothesis.bpe)",
+               keys=["preprocess", "evaluation.xnli"])

@@ -1,4 +1,5 @@
-"""fairseq ``--user-dir`` plugin: the ``laser_multilingual`` task and ``laser_lstm`` model.
+"""fairseq ``--user-dir`` plugin: the ``laser_multilingual`` task, the ``laser_lstm`` model and the
+``laser_multitask`` criterion (translation + NLI).
 
 fairseq imports a user dir as a top-level module named after the directory
 (``fairseq_plugin``).  To register the task/model exactly once, whichever way this package is
@@ -14,7 +15,7 @@ _CANONICAL = "laser_repro.fairseq_plugin"
 _ALIAS = "fairseq_plugin"
 
 if __name__ == _CANONICAL:
-    from . import laser_lstm, laser_task  # noqa: F401  (registers task and model)
+    from . import laser_criterion, laser_lstm, laser_task  # noqa: F401  (registers criterion, model, task)
 
     sys.modules.setdefault(_ALIAS, sys.modules[__name__])
 else:

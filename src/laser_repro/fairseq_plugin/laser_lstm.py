@@ -6,6 +6,11 @@
   embedding and whose input at every step is [token embedding; sentence embedding;
   target-language embedding].  There is no attention and no other encoder->decoder path, so
   everything the decoder knows about the source has to go through the sentence embedding.
+* Optional NLI head (the paper's multitask ablation, Table 6; only built when the task's
+  ``--nli-weight`` is > 0): premise and hypothesis go through the same encoder, and
+  Linear(4D -> nli_hidden_dim) -> Tanh -> dropout -> Linear(nli_hidden_dim -> 3) classifies
+  the features ``concat(p, h, p*h, |p-h|)`` into entailment / neutral / contradiction.
+  It lives in the fairseq model only; export takes the ``encoder.*`` weights.
 
 The encoder's parameter names (``embed_tokens.weight``, ``lstm.weight_ih_l0`` ...) are the
 ones of the standalone LASER encoder (:mod:`laser_repro.encoder`), so ``encoder.state_dict()``
@@ -28,6 +33,8 @@ from fairseq.models import (
     register_model_architecture,
 )
 from torch import Tensor
+
+from laser_repro.xnli import XNLI_LABELS
 
 # ---------------------------------------------------------------------------------------
 # Hyper-parameters.  The ONLY place where model defaults live; the architecture functions
@@ -62,7 +69,12 @@ DEFAULTS: Dict[str, object] = {
     "share_decoder_input_output_embed": False,
     "max_source_positions": 250,
     "max_target_positions": 250,
+    # hidden units of the NLI classifier head (used only with --nli-weight > 0)
+    "nli_hidden_dim": 512,
 }
+
+#: number of NLI classes (entailment, neutral, contradiction: laser_repro.xnli.XNLI_LABELS)
+NLI_NUM_CLASSES = len(XNLI_LABELS)
 
 
 def _str2bool(value) -> bool:
@@ -317,13 +329,44 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
 
 
 # ---------------------------------------------------------------------------------------
+# NLI head (multitask ablation)
+# ---------------------------------------------------------------------------------------
+
+
+def nli_features(premise: Tensor, hypothesis: Tensor) -> Tensor:
+    """``concat(p, h, p*h, |p-h|)`` (B x 4D) of two B x D sentence embeddings."""
+    return torch.cat([premise, hypothesis, premise * hypothesis, (premise - hypothesis).abs()], dim=1)
+
+
+class NliHead(nn.Module):
+    """Linear(4 * sentemb_dim -> hidden_dim) -> Tanh -> dropout -> Linear(hidden_dim -> 3)."""
+
+    def __init__(self, sentemb_dim: int, hidden_dim: int, dropout: float, num_classes: int = NLI_NUM_CLASSES):
+        super().__init__()
+        self.hidden = nn.Linear(4 * sentemb_dim, hidden_dim)
+        self.dropout = dropout
+        self.out = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, premise: Tensor, hypothesis: Tensor) -> Tensor:
+        x = torch.tanh(self.hidden(nli_features(premise, hypothesis)))
+        x = F.dropout(x, p=self.dropout, training=self.training)
+        return self.out(x)  # B x num_classes (logits)
+
+
+# ---------------------------------------------------------------------------------------
 # Model
 # ---------------------------------------------------------------------------------------
 
 
 @register_model("laser_lstm")
 class LaserLSTMModel(FairseqEncoderDecoderModel):
-    """LASER BiLSTM encoder + language-conditioned LSTM decoder."""
+    """LASER BiLSTM encoder + language-conditioned LSTM decoder (+ the NLI head ``nli_head``
+    when the task trains with ``--nli-weight`` > 0; otherwise the model has no such module)."""
+
+    def __init__(self, encoder, decoder, nli_head: Optional[NliHead] = None):
+        super().__init__(encoder, decoder)
+        if nli_head is not None:
+            self.nli_head = nli_head
 
     @staticmethod
     def add_args(parser):
@@ -349,6 +392,8 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
             metavar="BOOL",
             help="tie the decoder input embedding and output projection",
         )
+        parser.add_argument("--nli-hidden-dim", type=int, metavar="N",
+                            help="hidden units of the NLI classifier head (only with --nli-weight > 0)")
         # in fairseq 0.12 --dropout is a per-model option; add it unless already present
         try:
             parser.add_argument("--dropout", type=float, metavar="D", help="dropout probability")
@@ -388,11 +433,45 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
             share_input_output_embed=args.share_decoder_input_output_embed,
             max_target_positions=max_target_positions,
         )
-        return cls(encoder, decoder)
+        nli_head = None
+        if int(getattr(args, "nli_weight", 0) or 0) > 0:  # the task's option; see laser_task.py
+            nli_head = NliHead(encoder.output_units, int(args.nli_hidden_dim), dropout=args.dropout)
+        return cls(encoder, decoder, nli_head)
 
-    def forward(self, src_tokens, src_lengths, prev_output_tokens, tgt_lang_id=None, **kwargs):
+    def forward(
+        self,
+        src_tokens=None,
+        src_lengths=None,
+        prev_output_tokens=None,
+        tgt_lang_id=None,
+        premise_tokens=None,
+        premise_lengths=None,
+        hypothesis_tokens=None,
+        hypothesis_lengths=None,
+        **kwargs,
+    ):
+        """Translation batch: decoder output (logits, None).  NLI batch (``premise_*`` and
+        ``hypothesis_*`` given, see the ``laser_multilingual`` task): B x 3 class logits.
+        Both go through ``model(**net_input)``, so that DistributedDataParallel sees the call."""
+        if premise_tokens is not None:
+            return self.forward_nli(premise_tokens, premise_lengths, hypothesis_tokens, hypothesis_lengths)
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out, tgt_lang_id=tgt_lang_id)
+
+    def forward_nli(self, premise_tokens, premise_lengths, hypothesis_tokens, hypothesis_lengths) -> Tensor:
+        """NLI class logits (B x 3): premises and hypotheses are encoded in ONE encoder call
+        (2B right-padded rows), max-pooled, and classified by the head on concat(p, h, p*h, |p-h|)."""
+        if getattr(self, "nli_head", None) is None:
+            raise ValueError("this model has no NLI head (trained without --nli-weight > 0)")
+        bsz = premise_tokens.size(0)
+        seqlen = max(premise_tokens.size(1), hypothesis_tokens.size(1))
+        pad = self.encoder.padding_idx
+        tokens = premise_tokens.new_full((2 * bsz, seqlen), pad)
+        tokens[:bsz, : premise_tokens.size(1)] = premise_tokens
+        tokens[bsz:, : hypothesis_tokens.size(1)] = hypothesis_tokens
+        lengths = torch.cat([premise_lengths, hypothesis_lengths])
+        sentemb = self.encoder(tokens, src_lengths=lengths)["sentemb"]
+        return self.nli_head(sentemb[:bsz], sentemb[bsz:])
 
     def max_positions(self):
         return (self.encoder.max_positions(), self.decoder.max_positions())

@@ -1,0 +1,68 @@
+# Stage 11: the paper's ablations (section 5). Every variant of config `ablations` is a model of its own
+# (rule train with {variant}), evaluated on every task like the base model; its scores are summed up in
+# results/{run}/metrics/{variant}.json and set side by side in Tables 5 (depth), 6 (NLI multitask) and
+# 7 (number of training languages), with a figure each. `snakemake variant_<name>` builds one variant.
+rule variant_metrics:
+    input:
+        unpack(lambda w: variant_scores(w.variant)),
+    output:
+        "results/{run}/metrics/{variant}.json",
+    log:
+        "results/{run}/logs/{variant}/metrics.log",
+    params:
+        files=lambda w, input: " ".join(f"--{task} {' '.join(input[task])}" for task in input.keys()),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro variant-metrics --variant {wildcards.variant} {params.files} --output {output}")
+
+
+rule metrics_summary:
+    input:
+        [f"{METRICS}/{name}.json" for name in VARIANTS if buildable(name)],
+    output:
+        "results/{run}/metrics.json",
+    log:
+        "results/{run}/logs/metrics_summary.log",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro metrics-summary --metrics {input} --output {output}")
+
+
+rule ablation_table:
+    input:
+        lambda w: [row["metrics"] for row in table_rows(int(w.n)) if row["metrics"]],
+    output:
+        md="results/tables/{run}/table{n}.md",
+        csv=report("results/tables/{run}/table{n}.csv", category="Ablations", caption="../report/ablation.rst"),
+        png=report("results/figures/{run}/table{n}.png", category="Ablations", caption="../report/ablation.rst"),
+    log:
+        "results/{run}/logs/table{n}.log",
+    wildcard_constraints:
+        n="|".join(str(n) for n in TABLE_ABLATION) or "none",
+    params:
+        rows=lambda w: shell_quote_json(table_rows(int(w.n))),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro ablation-table --table {wildcards.n} --run-name {wildcards.run} --rows {params.rows}"
+               " --md {output.md} --csv {output.csv} --png {output.png}")
+
+
+rule ablations:
+    input:
+        expand("results/tables/{run}/table{n}.{ext}", run=CFG["run_name"], n=sorted(TABLE_ABLATION), ext=["md", "csv"]),
+        expand("results/figures/{run}/table{n}.png", run=CFG["run_name"], n=sorted(TABLE_ABLATION)),
+
+
+# One target per variant name (also those equal to the base model): its training, export, evaluation
+# and metrics, nothing of the other variants.
+for _name, _model in PLAN.variant_aliases.items():
+    if buildable(_model):
+
+        rule:
+            name:
+                f"variant_{_name}"
+            input:
+                f"{METRICS}/{_model}.json",
