@@ -40,10 +40,15 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             counts[parts[0]] = int(parts[1])
-    assert counts.get("train") == 1 and counts.get("export_encoder") == 1
+    # the base model (5 layers, no NLI, all languages) and the 6 ablation variants that differ from it:
+    # layers1, layers3, nli1, nli2, nli3, subset_languages
+    assert counts.get("train") == 7 and counts.get("export_encoder") == 7 and counts.get("variant_metrics") == 7
+    assert counts.get("ablation_table") == 3 and counts.get("nli_binarize") == 1
     assert counts.get("download_opus", 0) > 150
-    assert counts.get("bucc_mine") == 8 and counts.get("xnli_classify") == 1 and counts.get("wmt_similarity") == 1
-    assert counts.get("tatoeba_evaluate") == 83 + 29  # Tables 1 and 9
+    # BUCC: train and test split for the base model's Table 4, the train split (F1) for each variant
+    assert counts.get("bucc_mine") == 4 * 2 + 6 * 4
+    assert counts.get("xnli_classify") == 7 and counts.get("wmt_similarity") == 7
+    assert counts.get("tatoeba_evaluate") == 83 + 29 + 6 * 83  # Tables 1 and 9; each variant: Table 1 languages
     assert "mldoc_classify" not in counts  # evaluation.mldoc.path is null: Table 3 says how to get MLDoc
 
 
@@ -63,7 +68,7 @@ def test_toy_config_end_to_end(toy_local_run):
     md = (workdir / "results" / "tables" / "toy" / "table1.md").read_text(encoding="utf-8")
     assert "| deu |" in md and "paper" in md
     run = workdir / "results" / "toy"
-    scores = json.loads((run / "tatoeba" / "scores" / "deu.json").read_text())
+    scores = json.loads((run / "tatoeba" / "base" / "scores" / "deu.json").read_text())
     assert scores["test_sentences"] == 60
     # every rule logged; Greek was romanized and lowercased before BPE, Chinese segmented
     assert any((run / "logs" / "tok").rglob("*.log"))
@@ -75,7 +80,7 @@ def test_toy_config_end_to_end(toy_local_run):
     chinese = (run / "tok" / "toy_nway" / "cmn-eng.cmn.000-of-002").read_text(encoding="utf-8").splitlines()
     assert all(" " in line for line in chinese[:20])
     # trained by two gloo processes (train.cpu_processes) with the planned 3000 tokens per update
-    status = json.loads((run / "checkpoints" / "train_status.json").read_text())
+    status = json.loads((run / "models" / "base" / "checkpoints" / "train_status.json").read_text())
     assert (status["status"], status["world_size"], status["update_freq"], status["tokens_per_update"]) == (
         "completed", 2, 1, 3000)
     # Table 9: the Tatoeba language without training data
@@ -101,7 +106,7 @@ def test_toy_config_end_to_end(toy_local_run):
     assert [k for k in mldoc if k != "avg"] == ["eng", "deu", "spa", "cmn"] and mldoc["eng"]["test_size"] == "80"
     wmt = list(csv.DictReader(open(tables / "wmt.csv", encoding="utf-8")))
     assert len([r for r in wmt if r["status"] == "ok"]) == 6 and wmt[-1]["status"] == "average"
-    xnli_scores = json.loads((run / "eval" / "xnli" / "scores.json").read_text())
+    xnli_scores = json.loads((run / "eval" / "xnli" / "base" / "scores.json").read_text())
     assert xnli_scores["sizes"]["train_pairs"] == 600 and xnli_scores["sizes"]["dev_pairs"] == 60
     # nothing left to do on a rerun
     proc = run_snakemake(*args, "-n")
