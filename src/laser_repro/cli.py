@@ -225,7 +225,7 @@ def cmd_export(a):
 
 
 def cmd_prepare_text(a):
-    """Moses-preprocess and BPE-encode evaluation files (tokenized text kept beside the output)."""
+    """Moses-preprocess and BPE-encode evaluation files, streaming (no intermediate file)."""
     from laser_repro import bpe
     from laser_repro.textio import atomic_output, iter_lines
 
@@ -234,12 +234,8 @@ def cmd_prepare_text(a):
     applier = bpe.BpeApplier(a.model)
     for code, src, dst in zip(a.lang, a.input, a.output):
         preprocessor = _preprocessor(code, not a.keep_case)
-        tok_path = Path(dst).with_name(Path(dst).name + ".tok")
-        with atomic_output(tok_path) as out:
-            for line in iter_lines(src):
-                out.write(preprocessor(line) + "\n")
         with atomic_output(dst) as out:
-            for encoded in applier.encode_stream(iter_lines(tok_path)):
+            for encoded in applier.encode_stream(preprocessor(line) for line in iter_lines(src)):
                 out.write(encoded + "\n")
         log.info("%s -> %s", src, dst)
 
