@@ -539,6 +539,13 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     from fairseq import checkpoint_utils
     from fairseq_cli import train as fairseq_train
 
+    # fairseq keeps the best validation loss on function attributes, across runs in one process: a
+    # second training here would compare against the first one's best and never write
+    # checkpoint_best.pt. A fresh run starts without; a resumed one reads it from checkpoint_last.pt.
+    for holder, attr in ((checkpoint_utils.save_checkpoint, "best"), (fairseq_train.should_stop_early, "best"),
+                         (fairseq_train.should_stop_early, "num_runs")):
+        if hasattr(holder, attr):
+            delattr(holder, attr)
     outcome = {"preempted": False, "num_updates": 0}
     original = fairseq_train.validate_and_save
 
