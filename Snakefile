@@ -50,7 +50,7 @@ rule data:
     input:
         binarized_files(),
         f"{RUN}/bin/dict.txt",
-        [f"{RUN}/bin/nli/train.label.npy"] if any(v.nli_weight for v in VARIANTS.values()) and nli_ready() else [],
+        [f"{RUN}/bin/nli/train.label.npy"] if any(v.nli_weight for v in VARIANTS.values()) and task_ready("xnli") else [],
 
 
 rule models:

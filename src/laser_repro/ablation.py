@@ -13,9 +13,7 @@ Averages (the same for every variant of a run, so rows compare):
 """
 from __future__ import annotations
 
-import io
 import json
-from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.tables import mean, read_paper_csv, write_table
@@ -179,14 +177,10 @@ def plot_ablation(table: int, rows: list[dict], png, *, run_name: str) -> None:
         ax.set_title(f"{name} ({'↑' if higher_better else '↓'})", fontsize=9)
     fig.suptitle(f"Table {table}: {caption} — {run_name} (bars: ours; black ticks: paper)", fontsize=10)
     fig.tight_layout()
-    buf = io.BytesIO()
-    # fixed metadata: the same numbers give the same PNG bytes
-    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    with atomic_output(png, "wb") as f:
+        # fixed metadata: the same numbers give the same PNG bytes
+        fig.savefig(f, format="png", dpi=100, metadata={"Software": None})
     plt.close(fig)
-    Path(png).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(png).with_name(Path(png).name + ".tmp")
-    tmp.write_bytes(buf.getvalue())
-    tmp.replace(png)
 
 
 # ---- command line -------------------------------------------------------------------------------------

@@ -159,7 +159,6 @@ def load(path: str | Path, overrides: dict | None = None) -> dict:
 class Variant:
     """One trained model: the base model or an ablation variant (paper section 5)."""
     name: str
-    label: str
     model: tuple  # sorted (key, value) items of the model section
     pairs: tuple[tuple[str, str], ...]
     nli_weight: int = 0
@@ -245,11 +244,11 @@ class Plan:
     # -- ablation variants (Tables 5-7) ------------------------------------------------------------
     @cached_property
     def base(self) -> Variant:
-        return Variant("base", "base model", tuple(sorted(self.config["model"].items())), tuple(self.pairs))
+        return Variant("base", tuple(sorted(self.config["model"].items())), tuple(self.pairs))
 
-    def _variant(self, name: str, label: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
+    def _variant(self, name: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
         merged = {**self.config["model"], **(model or {})}
-        return Variant(name, label, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
+        return Variant(name, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
 
     @cached_property
     def ablation_rows(self) -> dict[str, list[tuple[str, str, Variant]]]:
@@ -259,11 +258,11 @@ class Plan:
         rows: dict[str, list[tuple[str, str, Variant]]] = {}
         if "depth" in ablations:
             rows["depth"] = [(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
-                              self._variant(f"layers{n}", f"{n} layers", model={"encoder_layers": n}))
+                              self._variant(f"layers{n}", model={"encoder_layers": n}))
                              for n in ablations["depth"]["layers"]]
         if "nli" in ablations:
             rows["nli"] = [(f"nli{w}", "no NLI" if w == 0 else f"NLI x{w}",
-                            self._variant(f"nli{w}", f"NLI x{w}", nli_weight=w))
+                            self._variant(f"nli{w}", nli_weight=w))
                            for w in ablations["nli"]["weights"]]
         if "languages" in ablations:
             subset = set(ablations["languages"]["subset"])
@@ -271,7 +270,7 @@ class Plan:
             n_sub = len({lang for pair in kept for lang in pair})
             rows["languages"] = [("all_languages", f"all {len(self.trained_languages)} languages", self.base),
                                  ("subset_languages", f"{n_sub} evaluation languages",
-                                  self._variant("subset_languages", f"{n_sub} languages", pairs=kept))]
+                                  self._variant("subset_languages", pairs=kept))]
         base = self.base
         return {ablation: [(name, label, base if v.identity == base.identity else v) for name, label, v in variants]
                 for ablation, variants in rows.items()}

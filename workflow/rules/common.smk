@@ -50,23 +50,16 @@ def pair_tok_shards(wildcards):
 # ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
 VARIANTS = PLAN.variants
 METRICS = f"{RUN}/metrics"
-FIGURES = f"results/figures/{CFG['run_name']}"
-
-
-def nli_ready():
-    return "xnli" in CFG["evaluation"] and task_ready("xnli")
 
 
 def buildable(variant):
     """A variant can be trained: the NLI ones need MultiNLI."""
-    return not VARIANTS[variant].nli_weight or nli_ready()
+    return not VARIANTS[variant].nli_weight or task_ready("xnli")
 
 
 def train_inputs(w):
     variant = VARIANTS[w.variant]
-    files = {"bin": [f"{RUN}/bin/train.{src}-{tgt}.{lang}.{ext}"
-                     for src, tgt in variant.pairs for lang in (src, tgt) for ext in ("bin", "idx")],
-             "dict": f"{RUN}/bin/dict.txt"}
+    files = {"bin": binarized_files(variant.pairs), "dict": f"{RUN}/bin/dict.txt"}
     if variant.nli_weight:
         files["nli"] = f"{RUN}/bin/nli/train.label.npy"
     return files
@@ -91,9 +84,10 @@ def bpe_train_files():
     return [f"{RUN}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in PLAN.pairs for lang in (src, tgt)]
 
 
-def binarized_files():
+def binarized_files(pairs=None):
+    """The binarized pairs (default: all pairs of the config)."""
     return [f"{RUN}/bin/train.{src}-{tgt}.{lang}.{ext}"
-            for src, tgt in PLAN.pairs for lang in (src, tgt) for ext in ("bin", "idx")]
+            for src, tgt in (PLAN.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
 
 
 def shell_quote_json(data):
@@ -233,7 +227,6 @@ def opus_sha256_arg(w):
 EVAL = CFG["evaluation"]
 TABLES = f"results/tables/{CFG['run_name']}"
 EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
-EVAL_SOURCES = {}  # file under data_root -> its public URL
 
 
 def eval_input(url, path_template, sha256=None, **fields):
@@ -242,7 +235,6 @@ def eval_input(url, path_template, sha256=None, **fields):
     url = url.format(**fields)
     if DATA_ROOT:
         path = path_template.format(root=DATA_ROOT, **fields)
-        EVAL_SOURCES[path] = url
         return raw(path, url)
     from urllib.parse import urlsplit
 
@@ -258,7 +250,7 @@ def missing_note(task, files, how=""):
     absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
     if not absent:
         return None
-    fetch = "; ".join(f"`laser-repro fetch --url {EVAL_SOURCES[f]} --dest {f}`" for f in absent if f in EVAL_SOURCES)
+    fetch = "; ".join(f"`laser-repro fetch --url {RAW_URLS[f]} --dest {f}`" for f in absent if f in RAW_URLS)
     return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
             f"into resources/eval/). " if fetch else "") + how).strip()
 
