@@ -24,6 +24,7 @@ include: "workflow/rules/preprocess.smk"
 include: "workflow/rules/bpe.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/tatoeba.smk"
+include: "workflow/rules/flores.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/ablations.smk"
 
@@ -35,6 +36,7 @@ PAPER_TABLES = [*TABLE1, *expand(f"{TABLES}/{{table}}.{{ext}}",
 rule all:
     input:
         PAPER_TABLES,
+        flores_targets(),
         rules.ablations.input,
         f"{RUN}/metrics.json",
     default_target: True
@@ -50,12 +52,14 @@ rule data:
     input:
         binarized_files(),
         f"{RUN}/bin/dict.txt",
+        binarized_files(PLAN.curve_pairs, split="valid"),
         [f"{RUN}/bin/nli/train.label.npy"] if any(v.nli_weight for v in VARIANTS.values()) and task_ready("xnli") else [],
 
 
 rule models:
     input:
-        [f"{RUN}/models/{name}/encoder.pt" for name in VARIANTS if buildable(name)],
+        [f"{RUN}/models/{name}/{file}" for name in VARIANTS if buildable(name)
+         for file in ("encoder.pt", "encoder_init.pt")],
 
 
 rule evaluate:
@@ -64,6 +68,7 @@ rule evaluate:
         # everything the paper tables read, so that the tables stage writes nothing but tables
         rules.table1.input, rules.table9.input, rules.table4.input, rules.table2_table8.input,
         rules.table3.input, rules.table_wmt.input,
+        [rules.flores_table.input, rules.flores_tfidf.input] if FLORES else [],
 
 
 rule tables:

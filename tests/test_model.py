@@ -75,7 +75,7 @@ def test_registered_architectures():
     # the paper numbers of section 3.1/3.2
     assert (args.encoder_layers, args.encoder_hidden_size, args.encoder_embed_dim) == (5, 512, 320)
     assert (args.decoder_layers, args.decoder_hidden_size, args.decoder_lang_embed_dim) == (1, 2048, 32)
-    assert args.dropout == 0.1 and args.decoder_out_embed_dim == 320
+    assert args.dropout == 0.1 and args.decoder_out_embed_dim == 512  # the reference trainer's projection
     # explicit command-line values win over architecture defaults
     args = Namespace(encoder_layers=1)
     laser_lstm_paper(args)

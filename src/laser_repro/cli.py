@@ -60,7 +60,8 @@ def cmd_extract(a):
         stats = corpora.extract_opus_moses(a.opus_zip, a.opus_corpus, a.src_code, a.tgt_code,
                                            a.out_src, a.out_tgt, **common)
     else:
-        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, **common)
+        skip = tuple(a.skip_lines) if a.skip_lines else None
+        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, skip_lines=skip, **common)
     stats.update({"src": a.src, "tgt": a.tgt})
     log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
     write_json(a.stats, stats)
@@ -114,13 +115,25 @@ def cmd_bpe_apply(a):
 def cmd_binarize(a):
     from laser_repro import fairseq_bridge
 
-    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest)
+    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix)
+
+
+def cmd_binarize_valid(a):
+    from laser_repro import fairseq_bridge
+
+    for pair in a.pairs:
+        src, tgt = pair.split("-")
+        fairseq_bridge.binarize_pair(src, tgt, None, a.dict, a.dest, valid_prefix=a.prefix)
 
 
 def _train_worker_argv(a, threads: int) -> list[str]:
-    return ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
+    argv = ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
             "--threads", str(threads), "--stop-before-limit", str(a.stop_before_limit),
             "--settings", a.settings]
+    for opt, value in (("--initial", a.initial), ("--curves", a.curves)):
+        if value:
+            argv += [opt, value]
+    return argv
 
 
 def cmd_train(a):
@@ -176,8 +189,10 @@ def _train_worker(a, settings: dict, rank) -> None:
                  planned, train["max_tokens"], rank.world_size, train["update_freq"],
                  train["max_tokens"] * rank.world_size * train["update_freq"])
     nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
+    curves = settings.get("curves")  # learning curves (laser_repro.curves); they measure the held-out loss
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
-                                             settings["model"], train, cpu=gpus == 0, nli=nli)
+                                             settings["model"], train, cpu=gpus == 0, nli=nli,
+                                             validate=False if curves else None)
     argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
                                             cpu=gpus == 0,
                                             unused_parameters=fairseq_bridge.nli_settings(nli) is not None)
@@ -188,8 +203,15 @@ def _train_worker(a, settings: dict, rank) -> None:
         log.info("inside SLURM job %s: checkpoint and stop at %s (%d s before its time limit)",
                  os.environ.get("SLURM_JOB_ID"), time.strftime("%H:%M:%S", time.localtime(deadline)),
                  a.stop_before_limit)
+    monitor = None
+    if curves and rank.is_master:
+        from laser_repro.curves import CURVES_FILE, CurveMonitor
+
+        monitor = CurveMonitor(Path(a.save_dir) / CURVES_FILE, seed=train["seed"], **curves)
+    initial = Path(a.save_dir) / INITIAL_CHECKPOINT if rank.is_master else None
     with launch.PreemptionFlag(deadline) as flag:
-        outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested)
+        outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested, initial_checkpoint=initial,
+                                       monitor=monitor)
     if not rank.is_master:
         if outcome["preempted"]:
             raise SystemExit(launch.EXIT_PREEMPTED)
@@ -205,17 +227,37 @@ def _train_worker(a, settings: dict, rank) -> None:
     last = Path(a.save_dir) / "checkpoint_last.pt"
     if not last.exists():
         raise SystemExit(f"training finished without {last}")
-    final = Path(a.final)
-    tmp = final.with_name(final.name + ".tmp")
-    final.parent.mkdir(parents=True, exist_ok=True)
+    if a.initial:
+        initial = Path(a.save_dir) / INITIAL_CHECKPOINT
+        if not initial.exists():
+            raise SystemExit(f"{initial} is missing (the run was started before it was kept): delete "
+                             f"{a.save_dir} and train again")
+        _publish(initial, a.initial)
+    if a.curves:
+        from laser_repro.curves import CURVES_FILE
+
+        _publish(Path(a.save_dir) / CURVES_FILE, a.curves, link=False)
+    _publish(last, a.final)
+
+
+INITIAL_CHECKPOINT = "checkpoint_init.pt"
+
+
+def _publish(src: Path, dest, link: bool = True) -> None:
+    """Put ``src`` at ``dest`` atomically: a hard link when allowed (no copy of a multi-GB file), else a copy."""
+    import shutil
+
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".tmp")
+    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp.unlink(missing_ok=True)
     try:
-        os.link(last, tmp)  # no copy of a multi-GB file when the filesystem allows
+        if not link:
+            raise OSError
+        os.link(src, tmp)
     except OSError:
-        import shutil
-
-        shutil.copyfile(last, tmp)
-    os.replace(tmp, final)
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
 
 
 def cmd_export(a):
@@ -252,6 +294,20 @@ def cmd_tatoeba(a):
         embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens, progress=False)
     result = tatoeba.tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
     result["language"] = a.lang
+    # baselines on the same sentences: the encoder at update 0, and character n-gram TF-IDF of the raw text
+    if a.init_encoder:
+        from laser_repro.textio import iter_lines
+
+        init = SentenceEncoder.load(a.init_encoder)
+        xx, en = ([*iter_lines(p)] for p in (a.xx, a.eng))
+        err = tatoeba.tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
+        result["init"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
+    if a.raw_xx and a.raw_eng:
+        from laser_repro.textio import iter_lines
+        from laser_repro.xsim import tfidf_error
+
+        err = tfidf_error(list(iter_lines(a.raw_xx)), list(iter_lines(a.raw_eng)))
+        result["tfidf"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
     write_json(a.scores, result)
     log.info("%s: %s", a.lang, json.dumps(result))
 
@@ -356,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-ratio", type=float)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--exclude-tatoeba", nargs=2, metavar=("XX_FILE", "ENG_FILE"))
+    s.add_argument("--skip-lines", nargs=2, type=int, metavar=("START", "STOP"),
+                   help="N-way files: leave out lines START..STOP-1 (0-based; the held-out evaluation lines)")
     s.add_argument("--out-src", required=True)
     s.add_argument("--out-tgt", required=True)
     s.add_argument("--stats", required=True)
@@ -402,10 +460,19 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
     s.add_argument("--src", required=True)
     s.add_argument("--tgt", required=True)
-    s.add_argument("--train-prefix", required=True)
+    split = s.add_mutually_exclusive_group(required=True)
+    split.add_argument("--train-prefix", help="training text: PREFIX.SRC, PREFIX.TGT")
+    split.add_argument("--valid-prefix", help="held-out text (valid.* files: loss on the learning curves)")
     s.add_argument("--dict", required=True)
     s.add_argument("--dest", required=True)
     s.set_defaults(func=cmd_binarize)
+
+    s = sub.add_parser("binarize-valid", help="binarize the held-out lines of several pairs (valid.*)")
+    s.add_argument("--pairs", nargs="+", required=True, help="SRC-TGT ...")
+    s.add_argument("--prefix", required=True, help="held-out text: PREFIX.LANG")
+    s.add_argument("--dict", required=True)
+    s.add_argument("--dest", required=True)
+    s.set_defaults(func=cmd_binarize_valid)
 
     s = sub.add_parser("train", help="train (or resume) the encoder-decoder with fairseq")
     s.add_argument("--data", required=True)
@@ -413,7 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--final", required=True)
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--settings", required=True,
-                   help='JSON: pairs, targets, model, train (+ optional nli: {"data": PREFIX, "weight": W})')
+                   help='JSON: pairs, targets, model, train (+ optional nli: {"data": PREFIX, "weight": W}, '
+                        'curves: {"interval_updates", "languages", "loss_sentences"})')
+    s.add_argument("--initial", help="also write the model at update 0 here (the random-encoder baseline)")
+    s.add_argument("--curves", help="also write the learning curves (JSON lines) here; needs settings.curves")
     s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
                    help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
                         "machine; srun: one worker per task of the SLURM allocation; worker: internal")
@@ -444,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scores", required=True)
     s.add_argument("--max-tokens", type=int, default=12000)
     s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--init-encoder", help="baseline: the same encoder at update 0, on the same BPE'd sentences")
+    s.add_argument("--raw-xx", help="baseline: character n-gram TF-IDF of the raw test sentences (with --raw-eng)")
+    s.add_argument("--raw-eng")
     s.set_defaults(func=cmd_tatoeba)
 
     s = sub.add_parser("embed", help="embed BPE'd text files with an exported encoder")
@@ -477,8 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv8", help="xnli: Table 8 CSV")
     s.set_defaults(func=cmd_eval_table)
 
-    from laser_repro import ablation, bucc, mldoc, nli_multitask, provenance, wmt, xnli
-    for task in (bucc, xnli, mldoc, wmt, provenance, ablation, nli_multitask):
+    from laser_repro import ablation, bucc, flores, mldoc, nli_multitask, provenance, wmt, xnli
+    for task in (bucc, xnli, mldoc, wmt, provenance, ablation, nli_multitask, flores):
         task.add_cli(sub)
     return p
 

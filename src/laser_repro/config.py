@@ -139,6 +139,26 @@ def _check_semantics(config: dict, source: str) -> None:
             f" = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+    flores = config.get("flores_eval")
+    if flores:
+        corpus = next((c for c in config["corpora"] if c["name"] == flores["corpus"]), None)
+        if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
+            raise ConfigError(f"{source}: flores_eval.corpus: {flores['corpus']!r} is not an N-way local corpus of "
+                              f"`corpora` ({[c['name'] for c in config['corpora']]})")
+        start, stop = flores["heldout_lines"]
+        if not 0 <= start < stop:
+            raise ConfigError(f"{source}: flores_eval.heldout_lines: need 0 <= start < stop, got {[start, stop]}")
+        if isinstance(flores["languages"], list):
+            for i, code in enumerate(flores["languages"]):
+                known(code, f"flores_eval.languages[{i}]")
+                if not getattr(languages.get(code), corpus.get("code_column", "flores"), ""):
+                    raise ConfigError(f"{source}: flores_eval.languages[{i}]: {code!r} has no FLORES code in languages.tsv")
+        for i, code in enumerate(flores["curves"]["languages"]):
+            if code not in corpus["languages"] or code == "eng":
+                raise ConfigError(f"{source}: flores_eval.curves.languages[{i}]: {code!r} must be a non-English "
+                                  f"language of corpus {corpus['name']!r} (its held-out lines are binarized)")
+        if "eng" not in corpus["languages"] and "eng" not in config["targets"]:
+            raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
 
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:
@@ -236,6 +256,40 @@ class Plan:
     def tatoeba_unseen(self) -> list[str]:
         """Tatoeba languages without any training data in this config: Table 9."""
         return [code for code in self.tatoeba_languages if code not in self.trained_languages]
+
+    # -- FLORES xsim (held-out lines, learning curves) --------------------------------------------
+    @property
+    def flores_eval(self) -> dict | None:
+        return self.config.get("flores_eval")
+
+    def heldout_lines(self, corpus: str) -> tuple[int, int] | None:
+        """The lines of ``corpus`` held out of training (0-based [start, stop)), or None."""
+        flores = self.flores_eval
+        if flores and flores["corpus"] == corpus:
+            return tuple(flores["heldout_lines"])
+        return None
+
+    @cached_property
+    def flores_languages(self) -> list[str]:
+        """Languages scored against English on FLORES: trained ones first, then zero-shot ones."""
+        flores = self.flores_eval
+        if not flores:
+            return []
+        column = self.corpora[flores["corpus"]].get("code_column", "flores")
+        if flores["languages"] == "registry":
+            codes = [code for code, lang in languages.all_languages().items() if getattr(lang, column, "")]
+        else:
+            codes = list(flores["languages"])
+        codes = [c for c in dict.fromkeys(codes) if c != "eng"]
+        return sorted(codes, key=lambda c: (c not in self.trained_languages, c))
+
+    @cached_property
+    def curve_pairs(self) -> list[tuple[str, str]]:
+        """Training pairs whose held-out lines are binarized (valid.*): every pair of the FLORES corpus."""
+        flores = self.flores_eval
+        if not flores:
+            return []
+        return [(b.src, b.tgt) for b in self.bitexts if b.corpus == flores["corpus"]]
 
     def tokens_per_update(self) -> int:
         train = self.config["train"]

@@ -559,10 +559,13 @@ def read_local_bitext(
     max_ratio: float | None = _UNSET,
     exclude: set[str] | frozenset[str] | None = None,
     progress: bool = True,
+    skip_lines: tuple[int, int] | None = None,
 ) -> dict:
     """Filter/sub-sample two line-aligned local files (optionally .gz/.bz2/.xz).
 
     Same options, checks and stats as :func:`extract_opus_moses`; errors name the files.
+    ``skip_lines``: 0-based ``(start, stop)`` of lines left out before anything else (the
+    evaluation lines held out of an N-way corpus); stats ``heldout`` counts them.
     """
     src_path, tgt_path = Path(src_path), Path(tgt_path)
     _check_limit("first_n", first_n)
@@ -574,12 +577,28 @@ def read_local_bitext(
             _iter_lines(ftgt, str(tgt_path), _LOCAL_ERRORS),
             str(src_path), str(tgt_path), first_n,
         )
+        held = [0]
+        if skip_lines is not None:
+            pairs = _skip_range(pairs, skip_lines, held)
         stats = _write_pairs(pairs, out_src, out_tgt,
                              filters=_resolve_filters(filters, max_chars, max_ratio), exclude=exclude,
                              max_pairs=max_pairs, seed=seed, progress=progress,
                              desc=f"{src_path.name}|{tgt_path.name}", total=first_n)
+    if skip_lines is not None:
+        stats["heldout"] = held[0]
     log.info("bitext %s | %s: %s", src_path, tgt_path, stats)
     return stats
+
+
+def _skip_range(pairs: Iterable[tuple[str, str]], lines: tuple[int, int], counter: list) -> Iterator[tuple[str, str]]:
+    start, stop = (int(x) for x in lines)
+    if not 0 <= start <= stop:
+        raise ValueError(f"held-out lines must be 0 <= start <= stop, got {lines}")
+    for i, pair in enumerate(pairs):
+        if start <= i < stop:
+            counter[0] += 1
+            continue
+        yield pair
 
 
 def extract_nway_pair(
@@ -596,16 +615,18 @@ def extract_nway_pair(
     max_ratio: float | None = _UNSET,
     exclude: set[str] | frozenset[str] | None = None,
     progress: bool = True,
+    skip_lines: tuple[int, int] | None = None,
 ) -> dict:
     """Build a bitext from two files of an N-way parallel corpus (FLORES-200 style: one
     file per language, line *i* is the same sentence in every language).
 
-    Identical in behaviour to :func:`read_local_bitext`; kept as a separate name so that
-    pipeline rules say what kind of input they consume.
+    Identical in behaviour to :func:`read_local_bitext` (``skip_lines``: the held-out evaluation
+    lines, never trained on); kept as a separate name so that pipeline rules say what kind of
+    input they consume.
     """
     return read_local_bitext(src_file, tgt_file, out_src, out_tgt, first_n=first_n,
                              max_pairs=max_pairs, seed=seed, filters=filters, max_chars=max_chars,
-                             max_ratio=max_ratio, exclude=exclude, progress=progress)
+                             max_ratio=max_ratio, exclude=exclude, progress=progress, skip_lines=skip_lines)
 
 
 # --------------------------------------------------------------------------- Tatoeba test

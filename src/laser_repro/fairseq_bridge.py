@@ -121,6 +121,7 @@ def binarize_pair(
     fairseq-preprocess runs in this process, writing into a temporary directory
     inside ``dest_dir``; the resulting ``train.{src}-{tgt}.{lang}.{bin,idx}`` (and ``valid.*``
     when ``valid_prefix`` is given) are then moved into place with ``os.replace``.
+    ``train_prefix=None`` with a ``valid_prefix``: only the ``valid.*`` files (held-out lines).
     ``log``: a path (appended to) or a writable text file object that also receives fairseq's
     log; fairseq logs to stderr in any case.
     """
@@ -131,9 +132,11 @@ def binarize_pair(
     dict_path = Path(dict_path).resolve()
     if not dict_path.is_file():
         raise FileNotFoundError(dict_path)
-    prefixes = {"train": Path(train_prefix).resolve()}
+    prefixes = {} if train_prefix is None else {"train": Path(train_prefix).resolve()}
     if valid_prefix is not None:
         prefixes["valid"] = Path(valid_prefix).resolve()
+    if not prefixes:
+        raise ValueError("binarize_pair needs a train_prefix, a valid_prefix or both")
     for prefix in prefixes.values():
         for lang in (src, tgt):
             f = Path(f"{prefix}.{lang}")
@@ -144,13 +147,12 @@ def binarize_pair(
         cmd = [
             "--source-lang", src, "--target-lang", tgt,
             "--srcdict", str(dict_path), "--joined-dictionary",
-            "--trainpref", str(prefixes["train"]),
             "--destdir", tmp,
             "--dataset-impl", "mmap",
             "--workers", str(int(workers)),
         ]
-        if "valid" in prefixes:
-            cmd += ["--validpref", str(prefixes["valid"])]
+        for split in prefixes:
+            cmd += [f"--{split}pref", str(prefixes[split])]
         # in-process: one interpreter start and torch/fairseq import per job instead of two
         from fairseq import options
         from fairseq_cli import preprocess as fairseq_preprocess
@@ -522,7 +524,8 @@ def _any_rank(flag: bool) -> bool:
     return bool(t.item())
 
 
-def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None) -> dict:
+def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None, *,
+          initial_checkpoint=None, monitor=None) -> dict:
     """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
 
     Re-running with the same ``--save-dir`` resumes from ``checkpoint_last.pt`` (fairseq's
@@ -532,6 +535,10 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
 
     ``stop_requested``: polled after every update (all ranks agree through an all-reduce); when
     true, ``checkpoint_last.pt`` is saved at that update and training stops early.
+    ``initial_checkpoint``: a path; a run that starts at update 0 saves its model there before the
+    first update (the same seed's initialization: the random-encoder baseline).
+    ``monitor``: a :class:`laser_repro.curves.CurveMonitor` (give it to the master process only),
+    called at update 0 and after every update (it decides when to measure).
     Returns ``{"preempted": bool, "num_updates": int}``.
     """
     argv = [str(a) for a in argv]
@@ -548,10 +555,26 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
             delattr(holder, attr)
     outcome = {"preempted": False, "num_updates": 0}
     original = fairseq_train.validate_and_save
+    original_load = checkpoint_utils.load_checkpoint
+
+    def load_checkpoint(cfg, trainer, **kwargs):
+        # fairseq restores (or initializes) the model here, before the first update
+        extra_state, epoch_itr = original_load(cfg, trainer, **kwargs)
+        outcome["start_update"] = trainer.get_num_updates()
+        if trainer.get_num_updates() == 0:
+            if initial_checkpoint is not None:
+                Path(initial_checkpoint).parent.mkdir(parents=True, exist_ok=True)
+                trainer.consolidate_optimizer()  # as fairseq does before every save
+                trainer.save_checkpoint(str(initial_checkpoint), {})
+            if monitor is not None:
+                monitor.measure(trainer, trainer.task, epoch_itr.epoch, end_of_epoch=False)
+        return extra_state, epoch_itr
 
     def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
         valid_losses, should_stop = original(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
         outcome["num_updates"] = trainer.get_num_updates()
+        if monitor is not None:
+            monitor.measure(trainer, task, epoch_itr.epoch, end_of_epoch)
         if stop_requested is not None and _any_rank(bool(stop_requested())):
             if not should_stop:  # otherwise fairseq has just saved this very update
                 checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, valid_losses[0])
@@ -566,11 +589,13 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     sys.argv = ["fairseq-train", *argv]
     # fairseq's train loop looks the function up as a module global at every update
     fairseq_train.validate_and_save = validate_and_save
+    checkpoint_utils.load_checkpoint = load_checkpoint
     try:
         with checkpoint_globals_allowed():
             fairseq_train.cli_main()
     finally:
         fairseq_train.validate_and_save = original
+        checkpoint_utils.load_checkpoint = original_load
         sys.argv = saved_argv
     return outcome
 

@@ -2,8 +2,8 @@
 
 Every "language" writes the same concept sequences with its own words: concept ``c`` is the token
 ``<lang>_<perm_lang[c]>`` (an independent random permutation per language, so no token, and no
-character n-gram that depends on the concept, is shared between languages), and the odd-numbered
-languages reverse the word order. Sentence ``i`` of every language is the same concept sequence,
+character n-gram that depends on the concept, is shared between languages); with
+``reverse_odd=True`` the odd-numbered languages also reverse the word order. Sentence ``i`` of every language is the same concept sequence,
 so the correct nearest neighbour of sentence ``i`` is sentence ``i`` of the other language.
 
 Nothing but training can align two languages here: a random encoder and a character n-gram TF-IDF
@@ -31,13 +31,14 @@ def concept_sentences(n: int, *, concepts: int, min_len: int, max_len: int, rng:
     return out
 
 
-def render(seq: Sequence[int], lang: str, lang_index: int, perm: Sequence[int]) -> str:
+def render(seq: Sequence[int], lang: str, perm: Sequence[int], reverse: bool = False) -> str:
     words = [f"{lang}_{perm[c]}" for c in seq]
-    return " ".join(words[::-1] if lang_index % 2 else words)
+    return " ".join(words[::-1] if reverse else words)
 
 
 def write_nway(root, langs: Sequence[str], *, train: int = 300, heldout: int = 100, concepts: int = 40,
-               min_len: int = 4, max_len: int = 10, seed: int = 1) -> Dict[str, Dict[str, Path]]:
+               min_len: int = 4, max_len: int = 10, seed: int = 1, reverse_odd: bool = True
+               ) -> Dict[str, Dict[str, Path]]:
     """Write ``<root>/<split>.<lang>`` for split in (train, heldout) and return their paths.
 
     The held-out sequences never occur in the training split."""
@@ -55,7 +56,7 @@ def write_nway(root, langs: Sequence[str], *, train: int = 300, heldout: int = 1
     for split, seqs in splits.items():
         for i, lang in enumerate(langs):
             path = root / f"{split}.{lang}"
-            path.write_text("".join(render(s, lang, i, perms[lang]) + "\n" for s in seqs), encoding="utf-8")
+            path.write_text("".join(render(s, lang, perms[lang], reverse=reverse_odd and i % 2 == 1) + "\n" for s in seqs), encoding="utf-8")
             paths[split][lang] = path
     return paths
 
@@ -72,12 +73,12 @@ LANGS = ("aaa", "bbb", "ccc", "ddd")
 
 #: a small LASER model that aligns the synthetic languages in well under a minute on one core
 MODEL = dict(encoder_layers=1, encoder_hidden_size=64, encoder_embed_dim=32, decoder_hidden_size=128,
-             decoder_embed_dim=32, decoder_lang_embed_dim=8, dropout=0.1)
-TRAIN = dict(lr=0.005, max_tokens=400, update_freq=1, max_epoch=12, seed=1, log_interval=50)
+             decoder_embed_dim=32, decoder_out_embed_dim=32, decoder_lang_embed_dim=8, dropout=0.1)
+TRAIN = dict(lr=0.005, max_tokens=400, update_freq=1, max_epoch=12, seed=1, log_interval=50, clip_norm=5)
 
 
 def run_alignment_experiment(workdir, *, model=None, train=None, langs=LANGS, train_sentences: int = 300,
-                             heldout_sentences: int = 100, seed: int = 1) -> dict:
+                             heldout_sentences: int = 100, seed: int = 1, reverse_odd: bool = True) -> dict:
     """Train the LASER model of :mod:`laser_repro.fairseq_plugin` on the synthetic corpus (every
     language into both targets, as the paper's eng/spa) and return the similarity error of every
     non-pivot language against ``langs[0]`` on the training and the held-out sentences, for the
@@ -88,7 +89,8 @@ def run_alignment_experiment(workdir, *, model=None, train=None, langs=LANGS, tr
     from laser_repro.xsim import xsim_error
 
     workdir = Path(workdir)
-    texts = write_nway(workdir / "text", langs, train=train_sentences, heldout=heldout_sentences, seed=seed)
+    texts = write_nway(workdir / "text", langs, train=train_sentences, heldout=heldout_sentences, seed=seed,
+                       reverse_odd=reverse_odd)
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
     dict_path = write_dictionary(data / "dict.txt", langs)
@@ -104,9 +106,11 @@ def run_alignment_experiment(workdir, *, model=None, train=None, langs=LANGS, tr
                                              settings, cpu=True, validate=False)
     result = {"init": {}, "trained": {}}
     encoders = {}
-    outcome = fairseq_bridge.train(argv)
+    outcome = fairseq_bridge.train(argv, initial_checkpoint=workdir / "checkpoint_init.pt")
     export_encoder(workdir / "checkpoints" / "checkpoint_last.pt", workdir / "encoder.pt")
+    export_encoder(workdir / "checkpoint_init.pt", workdir / "encoder_init.pt")
     encoders["trained"] = SentenceEncoder.load(workdir / "encoder.pt")
+    encoders["init"] = SentenceEncoder.load(workdir / "encoder_init.pt")
     result["num_updates"] = outcome["num_updates"]
     for name, enc in encoders.items():
         for split in ("train", "heldout"):

@@ -74,8 +74,20 @@ def table1_rows(results: Mapping[str, dict], train_sizes: Mapping[str, int]) -> 
             "paper_table": ref.get("paper_table"),
             "delta_en_xx_error": _delta(res["en_xx_error"], ref.get("en_xx_error")),
             "delta_xx_en_error": _delta(res["xx_en_error"], ref.get("xx_en_error")),
+            # baselines on the same sentences (absent in score files of older runs)
+            **{f"{base}_{d}_error": (round(res[base][f"{d}_error"], 2) if base in res else None)
+               for base in BASELINES for d in ("en_xx", "xx_en")},
         })
     return rows
+
+
+#: the baselines of every similarity table: TF-IDF (no learning) and the encoder at update 0
+BASELINES = ("tfidf", "init")
+
+
+def _both(row, prefix) -> str:
+    a, b = row.get(f"{prefix}en_xx_error"), row.get(f"{prefix}xx_en_error")
+    return "n/a" if a is None or b is None else f"{a:.1f} / {b:.1f}"
 
 
 def _fmt(value) -> str:
@@ -116,7 +128,9 @@ def write_tatoeba_table(rows: list[dict], md_path: Path | str, csv_path: Path | 
                 if unseen else "languages with training data")
         f.write(f"# Table {number} — Tatoeba similarity error (%), {what}, run `{run_name}`\n\n")
         f.write("Error = share of sentences whose nearest neighbour (cosine) in the other language is not "
-                "its translation; en→xx queries with English. Paper: Artetxe & Schwenk (2019), TACL, Tables 1 "
+                "its translation; en→xx queries with English. Baselines on the same sentences: TF-IDF = "
+                "character 1–4-gram TF-IDF cosine of the raw sentences (no learning), init = the same encoder "
+                "at update 0 (`en→xx / xx→en`). Paper: Artetxe & Schwenk (2019), TACL, Tables 1 "
                 "and 9 (93-language model; the paper column names the table a value comes from, since a "
                 "language unseen here may have been a training language of the paper). Δ = ours − paper.\n\n")
         if not rows:
@@ -128,16 +142,23 @@ def write_tatoeba_table(rows: list[dict], md_path: Path | str, csv_path: Path | 
         both = [r for r in rows if r["paper_en_xx_error"] is not None]
         paper_avg = {k: (sum(r["paper_" + k] for r in both) / len(both) if both else None)
                      for k in ("en_xx_error", "xx_en_error")}
-        f.write("| lang | name | train sent. | en→xx err. | xx→en err. | test sent. "
+        f.write("| lang | name | train sent. | en→xx err. | xx→en err. | TF-IDF | init | test sent. "
                 "| paper train | paper en→xx | paper xx→en | paper test | paper table | Δ en→xx | Δ xx→en |\n")
-        f.write("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
+        f.write("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
         for r in rows:
             f.write(f"| {r['language']} | {r['name']} | {_size(r['train_sentences'])} | {_fmt(r['en_xx_error'])} "
-                    f"| {_fmt(r['xx_en_error'])} | {r['test_sentences']} | {_size(r['paper_train_sentences'])} "
+                    f"| {_fmt(r['xx_en_error'])} | {_both(r, 'tfidf_')} | {_both(r, 'init_')} "
+                    f"| {r['test_sentences']} | {_size(r['paper_train_sentences'])} "
                     f"| {_fmt(r['paper_en_xx_error'])} | {_fmt(r['paper_xx_en_error'])} "
                     f"| {_fmt(r['paper_test_sentences'])} | {r['paper_table'] or 'n/a'} "
                     f"| {_fmt(r['delta_en_xx_error'])} | {_fmt(r['delta_xx_en_error'])} |\n")
+        base_avg = {}
+        for base in BASELINES:
+            values = [r for r in rows if r.get(f"{base}_en_xx_error") is not None]
+            base_avg[base] = ({f"{d}_error": sum(r[f"{base}_{d}_error"] for r in values) / len(values)
+                               for d in ("en_xx", "xx_en")} if len(values) == len(rows) else {})
         f.write(f"| **avg** | {len(rows)} languages | | {avg['en_xx_error']:.2f} | {avg['xx_en_error']:.2f} "
+                f"| {_both(base_avg['tfidf'], '')} | {_both(base_avg['init'], '')} "
                 f"| | | {_fmt(paper_avg['en_xx_error'])} | {_fmt(paper_avg['xx_en_error'])} | | | | |\n")
         if len(both) != len(rows):
             f.write(f"\nPaper averages are over the {len(both)} languages the paper reports.\n")

@@ -1,5 +1,6 @@
 # Shared paths and input functions. The run plan (bitexts, pairs) comes from laser_repro.config.
 import os
+import shlex
 import sys
 
 from laser_repro import config as run_config
@@ -60,6 +61,8 @@ def buildable(variant):
 def train_inputs(w):
     variant = VARIANTS[w.variant]
     files = {"bin": binarized_files(variant.pairs), "dict": f"{RUN}/bin/dict.txt"}
+    if FLORES:  # held-out pairs: the loss on the learning curves
+        files["valid"] = binarized_files([p for p in variant.pairs if p in PLAN.curve_pairs], split="valid")
     if variant.nli_weight:
         files["nli"] = f"{RUN}/bin/nli/train.label.npy"
     return files
@@ -69,6 +72,8 @@ def train_settings(name, input):
     variant = VARIANTS[name]
     settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
                 "model": dict(variant.model), "train": CFG["train"]}
+    if FLORES:
+        settings["curves"] = dict(FLORES["curves"])
     nli = PLAN.nli_settings(variant)
     if nli:
         settings["nli"] = {"data": input.nli.removesuffix(".label.npy"), "weight": nli["weight"]}
@@ -80,13 +85,37 @@ def encoder(w):
     return f"{RUN}/models/{w.variant}/encoder.pt"
 
 
+def init_encoder(w):
+    """The same encoder at update 0 (the random-initialization baseline of the similarity tables)."""
+    return f"{RUN}/models/{w.variant}/encoder_init.pt"
+
+
+# ---- FLORES xsim (flores_eval) ----------------------------------------------------------------------------
+FLORES = PLAN.flores_eval
+FLORES_DIR = f"{RUN}/flores"
+
+
+def flores_raw_file(lang):
+    return local_corpus_file(FLORES["corpus"], lang)
+
+
+def flores_texts(kind, langs=None):
+    """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
+    from laser_repro.flores import SPLITS
+
+    if not FLORES:
+        return []
+    langs = ["eng", *PLAN.flores_languages] if langs is None else langs
+    return [f"{FLORES_DIR}/{kind}/{split}.{lang}" for lang in langs for split in SPLITS]
+
+
 def bpe_train_files():
     return [f"{RUN}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in PLAN.pairs for lang in (src, tgt)]
 
 
-def binarized_files(pairs=None):
-    """The binarized pairs (default: all pairs of the config)."""
-    return [f"{RUN}/bin/train.{src}-{tgt}.{lang}.{ext}"
+def binarized_files(pairs=None, split="train"):
+    """The binarized pairs (default: all pairs of the config); split valid: their held-out FLORES lines."""
+    return [f"{RUN}/bin/{split}.{src}-{tgt}.{lang}.{ext}"
             for src, tgt in (PLAN.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
 
 
@@ -211,6 +240,9 @@ def extract_args(w, input):
         args.append(f"--max-ratio {filters['max_ratio']}")
     if "tatoeba" in input.keys():
         args.append(f"--exclude-tatoeba {input.tatoeba[0]} {input.tatoeba[1]}")
+    heldout = PLAN.heldout_lines(w.corpus)
+    if heldout:  # the FLORES evaluation lines (flores_eval.heldout_lines) are never trained on
+        args.append(f"--skip-lines {heldout[0]} {heldout[1]}")
     return " ".join(args)
 
 

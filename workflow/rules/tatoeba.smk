@@ -23,11 +23,15 @@ rule tatoeba_prepare:
                keys=["preprocess.lowercase"], sources=True)
 
 
+# Beside the model, on the same sentences: the encoder at update 0 and character n-gram TF-IDF of the raw text.
 rule tatoeba_evaluate:
     input:
         encoder=encoder,
+        init=init_encoder,
         xx="results/{run}/tatoeba/bpe/{lang}-eng.{lang}",
         eng="results/{run}/tatoeba/bpe/{lang}-eng.eng",
+        raw_xx=lambda w: tatoeba_test_file(w.lang, w.lang),
+        raw_eng=lambda w: tatoeba_test_file(w.lang, "eng"),
     output:
         xx_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.{lang}.npy",
         eng_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.eng.npy",
@@ -42,7 +46,8 @@ rule tatoeba_evaluate:
     shell:
         logged("laser-repro tatoeba --encoder {input.encoder} --lang {wildcards.lang}"
                " --xx {input.xx} --eng {input.eng} --xx-emb {output.xx_emb} --eng-emb {output.eng_emb}"
-               " --scores {output.scores} --max-tokens {params.max_tokens} --threads {threads}",
+               " --scores {output.scores} --max-tokens {params.max_tokens} --threads {threads}"
+               " --init-encoder {input.init:q} --raw-xx {input.raw_xx:q} --raw-eng {input.raw_eng:q}",
                keys=["embed.max_tokens"])
 
 

@@ -31,11 +31,19 @@ rule binarize_pair:
 # `mpi` resource set (the SLURM profile: mpi="srun", tasks = GPUs, optional nodes) one worker per
 # SLURM task. A worker that gets SIGTERM/SIGUSR1 saves checkpoint_last.pt and exits with 75, and
 # the retried job resumes from it.
+# Besides the final checkpoint: the model at update 0 (same seed; the random-encoder baseline) and, with
+# flores_eval, the learning curves measured during training (laser_repro.curves).
+TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
+                 "initial": "results/{run}/models/{variant}/checkpoint_init.pt"}
+if FLORES:
+    TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
+
+
 rule train:
     input:
         unpack(train_inputs),
     output:
-        "results/{run}/models/{variant}/checkpoint_final.pt",
+        **TRAIN_OUTPUTS,
     log:
         "results/{run}/logs/{variant}/train.log",
     benchmark:
@@ -43,7 +51,8 @@ rule train:
     params:
         data=lambda w, input: os.path.dirname(input.dict),
         # beside checkpoint_final.pt, not an output (see above)
-        save_dir=lambda w, output: os.path.join(os.path.dirname(output[0]), "checkpoints"),
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
+        curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if FLORES else "",
         config_json=lambda w, input: shell_quote_json(train_settings(w.variant, input)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
@@ -54,8 +63,9 @@ rule train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --data {params.data} --save-dir {params.save_dir}"
-               " --final {output} --threads {threads} --launcher {params.launcher}"
-               " --settings {params.config_json}", keys=["model", "train", "targets", "ablations"])
+               " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
+               " --launcher {params.launcher} --settings {params.config_json}",
+               keys=["model", "train", "targets", "ablations", "flores_eval"])
 
 
 rule export_encoder:
@@ -69,6 +79,15 @@ rule export_encoder:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro export --checkpoint {input} --output {output}")
+
+
+use rule export_encoder as export_init_encoder with:  # the random-encoder baseline (update 0)
+    input:
+        "results/{run}/models/{variant}/checkpoint_init.pt",
+    output:
+        "results/{run}/models/{variant}/encoder_init.pt",
+    log:
+        "results/{run}/logs/{variant}/export_init.log",
 
 
 # Table 6: the MultiNLI pairs of the XNLI classifier (evaluation.xnli's sample), BPE'd and binarized

@@ -2,8 +2,8 @@
 
 * Encoder: token embeddings -> stacked BiLSTM (packed, right-padded input) -> max-pooling
   over time (padding masked to -inf) -> one fixed-size sentence embedding per sentence.
-* Decoder: a single LSTM whose initial hidden and cell states are linear maps of the sentence
-  embedding and whose input at every step is [token embedding; sentence embedding;
+* Decoder: a single LSTM whose initial hidden and cell states are one linear map of the sentence
+  embedding (``sentemb2init``, split into h and c) and whose input at every step is [token embedding; sentence embedding;
   target-language embedding].  There is no attention and no other encoder->decoder path, so
   everything the decoder knows about the source has to go through the sentence embedding.
 * Optional NLI head (the paper's multitask ablation, Table 6; only built when the task's
@@ -11,6 +11,12 @@
   Linear(4D -> nli_hidden_dim) -> Tanh -> dropout -> Linear(nli_hidden_dim -> 3) classifies
   the features ``concat(p, h, p*h, |p-h|)`` into entailment / neutral / contradiction.
   It lives in the fairseq model only; export takes the ``encoder.*`` weights.
+
+Where the paper is silent we follow fairseq's reference LASER trainer (``examples/laser/laser_src``):
+every LSTM / Linear weight and bias and every embedding starts from U(-0.1, 0.1); the encoder's
+dropout is also applied to the top layer's outputs before max-pooling (training only); one Linear
+gives the decoder's initial (h, c); the decoder's output projection is 512-dimensional
+(``decoder_out_embed_dim``); gradients are clipped at norm 5 (the training settings).
 
 The encoder's parameter names (``embed_tokens.weight``, ``lstm.weight_ih_l0`` ...) are the
 ones of the standalone LASER encoder (:mod:`laser_repro.encoder`), so ``encoder.state_dict()``
@@ -65,7 +71,8 @@ DEFAULTS: Dict[str, object] = {
     "encoder_dropout_out": None,
     "decoder_dropout_in": None,
     "decoder_dropout_out": None,
-    "decoder_out_embed_dim": None,
+    # the reference trainer's output projection (hidden -> 512 -> vocabulary); None = decoder_embed_dim
+    "decoder_out_embed_dim": 512,
     "share_decoder_input_output_embed": False,
     "max_source_positions": 250,
     "max_target_positions": 250,
@@ -108,21 +115,33 @@ def _resolve_derived(args) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+#: every weight and bias starts uniform in [-INIT_RANGE, INIT_RANGE] (the reference trainer's init)
+INIT_RANGE = 0.1
+
+
 def token_embedding(num: int, dim: int, padding_idx: int) -> nn.Embedding:
     """Token embeddings, uniform in [-0.1, 0.1], the padding row zero (encoder and decoder)."""
     emb = nn.Embedding(num, dim, padding_idx=padding_idx)
-    nn.init.uniform_(emb.weight, -0.1, 0.1)
+    nn.init.uniform_(emb.weight, -INIT_RANGE, INIT_RANGE)
     nn.init.zeros_(emb.weight[padding_idx])
     return emb
+
+
+def uniform_init(module: nn.Module) -> nn.Module:
+    """Every parameter of an LSTM / Linear uniform in [-0.1, 0.1] (PyTorch's defaults scale with
+    the layer size; the reference trainer uses one range for all)."""
+    for param in module.parameters():
+        nn.init.uniform_(param, -INIT_RANGE, INIT_RANGE)
+    return module
 
 
 class LaserLSTMEncoder(FairseqEncoder):
     """BiLSTM + max-pooling sentence encoder.
 
     Input must be RIGHT-padded (``left_pad_source=False``), so that the sequence can be packed.
-    Dropout: on the token embeddings (``dropout_in``) and between stacked LSTM layers
-    (``dropout_out``); none is applied after the last layer, so the pooled embedding is
-    exactly what the standalone encoder computes in eval mode.
+    Dropout (training only): on the token embeddings (``dropout_in``), between stacked LSTM
+    layers and on the top layer's outputs before max-pooling (``dropout_out``), as the reference
+    trainer; in eval mode the pooled embedding is exactly what the standalone encoder computes.
     """
 
     def __init__(
@@ -146,13 +165,14 @@ class LaserLSTMEncoder(FairseqEncoder):
         self.padding_value = padding_value
         self.max_source_positions = max_source_positions
         self.embed_tokens = token_embedding(len(dictionary), embed_dim, self.padding_idx)
-        self.lstm = nn.LSTM(
+        self.dropout_out = dropout_out
+        self.lstm = uniform_init(nn.LSTM(
             input_size=embed_dim,
             hidden_size=hidden_size,
             num_layers=num_layers,
             dropout=dropout_out if num_layers > 1 else 0.0,
             bidirectional=bidirectional,
-        )
+        ))
         self.output_units = hidden_size * (2 if bidirectional else 1)
 
     def forward(self, src_tokens: Tensor, src_lengths: Tensor, **unused) -> Dict[str, Tensor]:
@@ -169,6 +189,7 @@ class LaserLSTMEncoder(FairseqEncoder):
         x, _ = nn.utils.rnn.pad_packed_sequence(
             packed_out, padding_value=self.padding_value, total_length=seqlen
         )  # T x B x output_units
+        x = F.dropout(x, p=self.dropout_out, training=self.training)
         # max-pool over time; positions beyond each sentence's length never win
         positions = torch.arange(seqlen, device=x.device).unsqueeze(1)
         padding_mask = positions >= src_lengths.to(x.device).unsqueeze(0)  # T x B
@@ -192,9 +213,9 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
     """One (or more) LSTM layer(s) conditioned only on the sentence embedding and a target
     language ID.
 
-    Initial state: ``h0 = W_h s + b_h`` and ``c0 = W_c s + b_c`` -- plain linear maps of the
+    Initial state: ``[h0; c0] = W s + b`` (``sentemb2init``) -- one plain linear map of the
     sentence embedding ``s`` WITHOUT a tanh, following the paper's wording ("used to
-    initialize the decoder LSTM through a linear transformation").  Input at every step:
+    initialize the decoder LSTM through a linear transformation") and the reference trainer.  Input at every step:
     ``[embed(y_{t-1}); s; embed_lang(tgt_lang)]``.  Output: Linear(hidden -> out_embed_dim)
     then Linear(out_embed_dim -> vocab) (optionally tied to the input embeddings).
     """
@@ -228,16 +249,16 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
 
         self.embed_tokens = token_embedding(len(dictionary), embed_dim, self.padding_idx)
         self.embed_langs = nn.Embedding(num_langs, lang_embed_dim)
-        nn.init.uniform_(self.embed_langs.weight, -0.1, 0.1)
-        self.init_hidden = nn.Linear(sentemb_dim, num_layers * hidden_size)
-        self.init_cell = nn.Linear(sentemb_dim, num_layers * hidden_size)
-        self.lstm = nn.LSTM(
+        nn.init.uniform_(self.embed_langs.weight, -INIT_RANGE, INIT_RANGE)
+        # layer l's h0 and c0 are columns [2l*H, (2l+1)*H) and [(2l+1)*H, (2l+2)*H)
+        self.sentemb2init = uniform_init(nn.Linear(sentemb_dim, 2 * num_layers * hidden_size))
+        self.lstm = uniform_init(nn.LSTM(
             input_size=embed_dim + sentemb_dim + lang_embed_dim,
             hidden_size=hidden_size,
             num_layers=num_layers,
             dropout=dropout_out if num_layers > 1 else 0.0,
-        )
-        self.fc_hidden = nn.Linear(hidden_size, out_embed_dim)
+        ))
+        self.fc_hidden = uniform_init(nn.Linear(hidden_size, out_embed_dim))
         if share_input_output_embed:
             if out_embed_dim != embed_dim:
                 raise ValueError(
@@ -246,12 +267,12 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
                 )
             self.fc_out = None
         else:
-            self.fc_out = nn.Linear(out_embed_dim, len(dictionary))
+            self.fc_out = uniform_init(nn.Linear(out_embed_dim, len(dictionary)))
 
     def _initial_state(self, sentemb: Tensor):
         bsz = sentemb.size(0)
-        h0 = self.init_hidden(sentemb).view(bsz, self.num_layers, self.hidden_size)
-        c0 = self.init_cell(sentemb).view(bsz, self.num_layers, self.hidden_size)
+        init = self.sentemb2init(sentemb).view(bsz, self.num_layers, 2, self.hidden_size)
+        h0, c0 = init[:, :, 0], init[:, :, 1]
         return h0.transpose(0, 1).contiguous(), c0.transpose(0, 1).contiguous()
 
     def forward(
@@ -343,9 +364,9 @@ class NliHead(nn.Module):
 
     def __init__(self, sentemb_dim: int, hidden_dim: int, dropout: float, num_classes: int = NLI_NUM_CLASSES):
         super().__init__()
-        self.hidden = nn.Linear(4 * sentemb_dim, hidden_dim)
+        self.hidden = uniform_init(nn.Linear(4 * sentemb_dim, hidden_dim))
         self.dropout = dropout
-        self.out = nn.Linear(hidden_dim, num_classes)
+        self.out = uniform_init(nn.Linear(hidden_dim, num_classes))
 
     def forward(self, premise: Tensor, hypothesis: Tensor) -> Tensor:
         x = torch.tanh(self.hidden(nli_features(premise, hypothesis)))

@@ -1,0 +1,150 @@
+# FLORES-200 xsim against English (config flores_eval): held-out lines and a training-line sample, the
+# model beside the TF-IDF and random-init baselines; the held-out pairs binarized for the learning curves.
+
+
+# One job per step for all languages: each step takes seconds, and 92 languages x 3 jobs would spend
+# more time starting processes than working.
+rule flores_select:
+    input:
+        raw=lambda w: [flores_raw_file(lang) for lang in ["eng", *PLAN.flores_languages]],
+    output:
+        flores_texts("raw"),
+    log:
+        f"{RUN}/logs/flores/select.log",
+    params:
+        langs=" ".join(["eng", *PLAN.flores_languages]),
+        dest=f"{FLORES_DIR}/raw",
+        heldout=" ".join(str(x) for x in FLORES["heldout_lines"]) if FLORES else "",
+        sample=FLORES["train_sample"] if FLORES else 0,
+        seed=FLORES["seed"] if FLORES else 0,
+        sources=raw_sources,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro flores-select --lang {params.langs} --raw {input.raw:q} --heldout {params.heldout}"
+               " --sample {params.sample} --seed {params.seed} --dest {params.dest:q}",
+               keys=["flores_eval.heldout_lines", "flores_eval.train_sample", "flores_eval.seed"], sources=True)
+
+
+rule flores_prepare:
+    input:
+        texts=flores_texts("raw"),
+        model=f"{RUN}/bpe/spm.model",
+    output:
+        flores_texts("bpe"),
+    log:
+        f"{RUN}/logs/flores/prepare.log",
+    params:
+        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        args=lambda w, input, output: " ".join(
+            f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
+            for src, dst in zip(input.texts, output)),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro prepare-text --model {input.model:q} {params.lowercase} {params.args}",
+               keys=["preprocess.lowercase"])
+
+
+rule flores_binarize_valid:
+    input:
+        texts=lambda w: flores_texts("bpe", ["eng", *PLAN.flores_languages]),
+        dict=f"{RUN}/bin/dict.txt",
+    output:
+        binarized_files(PLAN.curve_pairs, split="valid"),
+    log:
+        f"{RUN}/logs/binarize/valid.log",
+    params:
+        pairs=" ".join(f"{s}-{t}" for s, t in PLAN.curve_pairs),
+        prefix=f"{FLORES_DIR}/bpe/heldout",
+        dest=lambda w, input: os.path.dirname(input.dict),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro binarize-valid --pairs {params.pairs} --prefix {params.prefix:q}"
+               " --dict {input.dict:q} --dest {params.dest:q}")
+
+
+rule flores_tfidf:
+    input:
+        lambda w: flores_texts("raw"),
+    output:
+        "results/{run}/flores/tfidf.json",
+    log:
+        "results/{run}/logs/flores/tfidf.log",
+    params:
+        raw_dir=lambda w, input: os.path.dirname(input[0]),
+        langs=lambda w: " ".join(PLAN.flores_languages),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs} --output {output:q}")
+
+
+rule flores_xsim:
+    input:
+        encoder=encoder,
+        init=init_encoder,
+        texts=lambda w: flores_texts("bpe"),
+    output:
+        "results/{run}/flores/{variant}/scores.json",
+    log:
+        "results/{run}/logs/{variant}/flores_xsim.log",
+    params:
+        bpe_dir=lambda w, input: os.path.dirname(input.texts[0]),
+        langs=lambda w: " ".join(PLAN.flores_languages),
+        max_tokens=CFG["embed"]["max_tokens"],
+    threads: CFG["embed"]["threads"]
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
+               " --bpe-dir {params.bpe_dir:q} --langs {params.langs} --max-tokens {params.max_tokens}"
+               " --threads {threads} --output {output:q}", keys=["embed.max_tokens"])
+
+
+rule flores_table:
+    input:
+        scores=f"{RUN}/flores/base/scores.json",
+        tfidf=f"{RUN}/flores/tfidf.json",
+    output:
+        md="results/tables/{run}/flores_xsim.md",
+        csv=report("results/tables/{run}/flores_xsim.csv", category="Similarity search", caption="../report/table.rst"),
+    log:
+        "results/{run}/logs/flores_table.log",
+    params:
+        run=CFG["run_name"],
+        trained=lambda w: " ".join(sorted(PLAN.trained_languages)),
+        heldout=lambda w: " ".join(str(x) for x in FLORES["heldout_lines"]),
+        sample=lambda w: FLORES["train_sample"],
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained}"
+               " --run-name {params.run:q} --heldout {params.heldout} --sample {params.sample}"
+               " --md {output.md:q} --csv {output.csv:q}")
+
+
+rule learning_curves:
+    input:
+        curves="results/{run}/models/{variant}/curves.jsonl",
+        tfidf="results/{run}/flores/tfidf.json",
+    output:
+        report("results/figures/{run}/curves_{variant}.png", category="Learning curves"),
+    log:
+        "results/{run}/logs/{variant}/curves_plot.log",
+    params:
+        title=lambda w: f"{CFG['run_name']} / {w.variant}: learning curves",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro curves-plot --curves {input.curves:q} --tfidf {input.tfidf:q}"
+               " --title {params.title:q} --png {output:q}")
+
+
+def flores_targets():
+    """What the main command builds for FLORES: the table and one learning-curve figure per model."""
+    if not FLORES:
+        return []
+    return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]
