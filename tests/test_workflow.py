@@ -62,11 +62,40 @@ def test_toy_config_end_to_end(toy_local_run):
     assert [r["language"] for r in rows] == ["spa", "deu", "ell", "cmn"]
     for row in rows:
         assert int(row["test_sentences"]) == 60
-        assert int(row["train_sentences"]) == 2 * 400 or row["language"] == "spa"
+        # 60 of the 400 lines are held out (flores_eval.heldout_lines)
+        assert int(row["train_sentences"]) == 2 * 340 or row["language"] == "spa"
         assert 0.0 <= float(row["en_xx_error"]) <= 100.0
-    assert int(next(r for r in rows if r["language"] == "spa")["train_sentences"]) == 400  # spa->eng only
+        # both baselines on the same sentences
+        for key in ("tfidf_en_xx_error", "tfidf_xx_en_error", "init_en_xx_error", "init_xx_en_error"):
+            assert 0.0 <= float(row[key]) <= 100.0, key
+    assert int(next(r for r in rows if r["language"] == "spa")["train_sentences"]) == 340  # spa->eng only
     md = (workdir / "results" / "tables" / "toy" / "table1.md").read_text(encoding="utf-8")
-    assert "| deu |" in md and "paper" in md
+    assert "| deu |" in md and "paper" in md and "TF-IDF" in md and "init" in md
+    # FLORES xsim: the held-out lines and the training sample, ours beside both baselines
+    flores = {r["language"] + r["name"]: r for r in csv.DictReader(
+        open(workdir / "results" / "tables" / "toy" / "flores_xsim.csv", encoding="utf-8"))}
+    for code in ("spa", "deu", "ell", "cmn"):
+        row = next(r for k, r in flores.items() if r["language"] == code)
+        assert row["trained"] == "yes" and row["heldout_sentences"] == "60" and row["sample_sentences"] == "60"
+        for split in ("heldout", "sample"):
+            for system in ("ours", "tfidf", "init"):
+                assert 0.0 <= float(row[f"{split}_{system}_en_xx"]) <= 100.0
+    assert (workdir / "results" / "toy" / "flores" / "raw" / "heldout.eng").read_text().count("\n") == 60
+    # the held-out lines never reach training: the bitext is the first 340 lines of the files
+    stats = json.loads((workdir / "results" / "toy" / "corpora" / "toy_nway" / "deu-eng.stats.json").read_text())
+    assert (stats["heldout"], stats["read"], stats["written"]) == (60, 340, 340)
+    flores_deu = (toy_local_run.data_root / "flores200-dev" / "deu_Latn.dev").read_text().splitlines()
+    bitext = (workdir / "results" / "toy" / "corpora" / "toy_nway" / "deu-eng.deu").read_text().splitlines()
+    assert bitext == flores_deu[:340]
+    assert (workdir / "results" / "toy" / "flores" / "raw" / "heldout.deu").read_text().splitlines() == flores_deu[340:]
+    # learning curves: update 0, every 5 updates, every epoch end; a figure per trained model
+    curves = [json.loads(x) for x in (workdir / "results" / "toy" / "models" / "base" / "curves.jsonl")
+              .read_text().splitlines()]
+    assert curves[0]["update"] == 0 and sum(r["end_of_epoch"] for r in curves) == 3
+    assert all({"train_loss", "heldout_loss", "xsim"} <= set(r) and set(r["xsim"]) == {"deu", "cmn"} for r in curves)
+    assert curves[-1]["train_loss"] < curves[0]["train_loss"]
+    for variant in ("base", "layers2", "nli1", "subset_languages"):
+        assert (workdir / "results" / "figures" / "toy" / f"curves_{variant}.png").stat().st_size > 10000
     run = workdir / "results" / "toy"
     scores = json.loads((run / "tatoeba" / "base" / "scores" / "deu.json").read_text())
     assert scores["test_sentences"] == 60

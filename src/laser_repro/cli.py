@@ -179,6 +179,10 @@ def _train_worker(a, settings: dict, rank) -> None:
         train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"])
     train.pop("gpus")
     train.pop("cpu_processes", None)
+    early = train.pop("early_stopping", None)
+    if early:  # validate (and save, so that checkpoint_best.pt follows) every interval on the held-out pairs
+        train.update(validate_interval_updates=early["interval_updates"], save_interval_updates=early["interval_updates"],
+                     keep_interval_updates=1, patience=early["patience"])
     # the same tokens per update whatever the number of processes found here
     train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
     gpus = torch.cuda.device_count()
@@ -192,7 +196,7 @@ def _train_worker(a, settings: dict, rank) -> None:
     curves = settings.get("curves")  # learning curves (laser_repro.curves); they measure the held-out loss
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
                                              settings["model"], train, cpu=gpus == 0, nli=nli,
-                                             validate=False if curves else None)
+                                             validate=bool(early) or (False if curves else None))
     argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
                                             cpu=gpus == 0,
                                             unused_parameters=fairseq_bridge.nli_settings(nli) is not None)
@@ -227,6 +231,19 @@ def _train_worker(a, settings: dict, rank) -> None:
     last = Path(a.save_dir) / "checkpoint_last.pt"
     if not last.exists():
         raise SystemExit(f"training finished without {last}")
+    if early:  # the model is the checkpoint with the lowest held-out loss
+        last = Path(a.save_dir) / "checkpoint_best.pt"
+        if not last.exists():
+            raise SystemExit(f"early stopping: training finished without {last}")
+        kept = fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(last))
+        log.info("early stopping: the model is %s (update %d, lowest held-out loss); stopped at update %d",
+                 last, kept, outcome["num_updates"])
+        status.update(kept_update=kept)
+        write_json(Path(a.save_dir) / TRAIN_STATUS, status)
+        if curves:
+            from laser_repro.curves import CURVES_FILE, mark_kept
+
+            mark_kept(Path(a.save_dir) / CURVES_FILE, kept)
     if a.initial:
         initial = Path(a.save_dir) / INITIAL_CHECKPOINT
         if not initial.exists():

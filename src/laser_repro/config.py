@@ -139,6 +139,8 @@ def _check_semantics(config: dict, source: str) -> None:
             f" = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+    if train.get("early_stopping") and not config.get("flores_eval"):
+        raise ConfigError(f"{source}: train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
     flores = config.get("flores_eval")
     if flores:
         corpus = next((c for c in config["corpora"] if c["name"] == flores["corpus"]), None)

@@ -54,6 +54,15 @@ def truncate_curves(path, num_updates: int) -> None:
     os.replace(tmp, path)
 
 
+def mark_kept(path, update: int) -> None:
+    """Flag the row of the model that was kept (early stopping: the lowest held-out loss)."""
+    path = Path(path)
+    rows = [dict(r, kept=r["update"] == update) for r in read_curves(path)]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def _translation_dataset(dataset):
     """The MultiPairDataset of a task split (the NLI multitask wraps it)."""
     return getattr(dataset, "translation", dataset)
@@ -159,15 +168,14 @@ class CurveMonitor:
             return None
         if not (update == 0 or end_of_epoch or update % self.interval == 0):
             return None
-        model = trainer.model
-        model = getattr(model, "module", model)  # DistributedDataParallel wraps it
+        model = trainer.get_model()  # not the DistributedDataParallel wrapper: no collective operation here
         was_training = model.training
         model.eval()
         try:
             row = {"update": update, "epoch": epoch, "end_of_epoch": bool(end_of_epoch),
-                   "train_loss": round(self._loss(model, trainer.criterion, self.train_ds, self.train_idx), 4)}
+                   "train_loss": round(self._loss(model, trainer.get_criterion(), self.train_ds, self.train_idx), 4)}
             if self.valid_ds is not None:
-                row["heldout_loss"] = round(self._loss(model, trainer.criterion, self.valid_ds, self.valid_idx), 4)
+                row["heldout_loss"] = round(self._loss(model, trainer.get_criterion(), self.valid_ds, self.valid_idx), 4)
             row["xsim"] = self._xsim(model)
         finally:
             model.train(was_training)
@@ -223,6 +231,11 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, baselines: Opti
         for r in rows:
             if r.get("end_of_epoch"):
                 ax.axvline(r["update"], color="lightgrey", linewidth=0.6, zorder=0)
+            if r.get("kept"):
+                ax.axvline(r["update"], color="black", linestyle=":", linewidth=1.0, zorder=0)
+    if any(r.get("kept") for r in rows):
+        ax_loss.plot([], [], color="black", linestyle=":", label="model kept (lowest held-out loss)")
+        ax_loss.legend()
     fig.suptitle(title)
     fig.tight_layout()
     with atomic_output(out_png, "wb") as out:

@@ -74,6 +74,8 @@ _TRAIN_KEYS = {
     "save_interval_updates": "--save-interval-updates",
     "keep_interval_updates": "--keep-interval-updates",
     "clip_norm": "--clip-norm",
+    "validate_interval_updates": "--validate-interval-updates",
+    "patience": "--patience",
     "log_file": "--log-file",
 }
 _TRAIN_FLAGS = {"fp16": "--fp16"}
