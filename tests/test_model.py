@@ -180,14 +180,15 @@ def linear_params(n_in: int, n_out: int) -> int:
 def paper_param_count(V: int) -> tuple[int, int]:
     E, H, L, S = 320, 512, 5, 1024  # input embedding, encoder LSTM, encoder layers, sentence embedding
     HD, LANG, NL = 2048, 32, 2  # decoder LSTM, language embedding, number of target languages
+    P = 512  # output projection (the reference trainer's decoder_out_embed_dim)
     encoder = V * E + 2 * lstm_params(E, H) + (L - 1) * 2 * lstm_params(2 * H, H)
     decoder = (
         V * E  # token embeddings
         + NL * LANG  # language-ID embeddings
-        + 2 * linear_params(S, HD)  # h0 and c0 from the sentence embedding
+        + linear_params(S, 2 * HD)  # [h0; c0] from the sentence embedding (sentemb2init)
         + lstm_params(E + S + LANG, HD)  # input = [token emb; sentence emb; language emb]
-        + linear_params(HD, E)  # hidden -> decoder-out-embed-dim (= 320)
-        + linear_params(E, V)  # -> vocabulary
+        + linear_params(HD, P)  # hidden -> decoder-out-embed-dim (512)
+        + linear_params(P, V)  # -> vocabulary
     )
     return encoder, decoder
 
@@ -202,6 +203,6 @@ def test_paper_config_parameter_count():
     n_total = sum(p.numel() for p in model.parameters())
     exp_encoder, exp_decoder = paper_param_count(V)
     assert n_encoder == exp_encoder == 44_615_936
-    assert n_total == exp_encoder + exp_decoder == 109_588_436
+    assert n_total == exp_encoder + exp_decoder == 119_582_612
     assert model.encoder.output_units == 1024
     print(f"paper config (V={V}): encoder {n_encoder:,} parameters, total {n_total:,}")

@@ -500,7 +500,12 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
 
 @register_model_architecture("laser_lstm", "laser_lstm")
 def base_architecture(args):
+    # tied input/output embeddings need the projection to the embedding size, not the default 512
+    tied_unsized = (_str2bool(getattr(args, "share_decoder_input_output_embed", None) or False)
+                    and getattr(args, "decoder_out_embed_dim", None) is None)
     _fill(args, DEFAULTS)
+    if tied_unsized:
+        args.decoder_out_embed_dim = args.decoder_embed_dim
     _resolve_derived(args)
 
 
