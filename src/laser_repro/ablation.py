@@ -29,10 +29,11 @@ METRICS = {
     "xnli_en": ("XNLI-en", True),
     "xnli_xx": ("XNLI-xx", True),
     "wmt_error": ("WMT err (%)", False),
+    "flores_xsim": ("FLORES xsim err (%)", False),
 }
 #: paper table -> (ablation, caption, metric columns)
 TABLES = {
-    5: ("depth", "Encoder depth", ["tatoeba_error", "bucc_f1", "mldoc_accuracy", "xnli_en", "xnli_xx"]),
+    5: ("depth", "Encoder depth", ["tatoeba_error", "flores_xsim", "bucc_f1", "mldoc_accuracy", "xnli_en", "xnli_xx"]),
     6: ("nli", "Multitask learning with an NLI objective",
         ["tatoeba_error", "bucc_f1", "mldoc_accuracy", "xnli_en", "xnli_xx"]),
     # the reduced model lacks most Tatoeba languages: the paper reports WMT similarity instead
@@ -46,7 +47,8 @@ def _load(path) -> dict:
 
 
 def variant_metrics(variant: str, *, tatoeba: Sequence[str], bucc: Sequence[str] = (), xnli: str | None = None,
-                    mldoc: str | None = None, wmt: str | None = None) -> dict:
+                    mldoc: str | None = None, wmt: str | None = None, flores: str | None = None,
+                    flores_languages: Sequence[str] = ()) -> dict:
     """The ablation metrics of one variant from its score files (see the module docstring)."""
     out: dict = {"variant": variant, "metrics": {}, "details": {}, "inputs": {}}
     m, d = out["metrics"], out["details"]
@@ -74,6 +76,12 @@ def variant_metrics(variant: str, *, tatoeba: Sequence[str], bucc: Sequence[str]
         m["mldoc_accuracy"] = mean(acc.values())
         d["mldoc"] = acc
         out["inputs"]["mldoc"] = mldoc
+    if flores:  # held-out FLORES lines, the languages with training data (flores_languages)
+        held = _load(flores)["model"]["heldout"]
+        per_lang = {lang: (held[lang]["en_xx"] + held[lang]["xx_en"]) / 2 for lang in flores_languages if lang in held}
+        m["flores_xsim"] = mean(per_lang.values())
+        d["flores_xsim"] = per_lang
+        out["inputs"]["flores"] = flores
     if wmt:
         s = _load(wmt)
         m["wmt_error"] = s["average_error"]
@@ -150,6 +158,8 @@ def averages_note(columns: Sequence[str]) -> str:
         "xnli_en": "XNLI-en = English accuracy",
         "xnli_xx": "XNLI-xx = mean accuracy over the non-English XNLI languages",
         "wmt_error": "WMT = mean similarity error over all ordered pairs",
+        "flores_xsim": "FLORES xsim = mean over the trained languages of (en→xx + xx→en)/2 error on the held-out "
+                       "FLORES lines (not in the paper)",
     }
     return "; ".join(text[c] for c in columns) + "."
 
@@ -185,7 +195,8 @@ def plot_ablation(table: int, rows: list[dict], png, *, run_name: str) -> None:
 
 # ---- command line -------------------------------------------------------------------------------------
 def cmd_variant_metrics(a) -> None:
-    metrics = variant_metrics(a.variant, tatoeba=a.tatoeba, bucc=a.bucc, xnli=a.xnli, mldoc=a.mldoc, wmt=a.wmt)
+    metrics = variant_metrics(a.variant, tatoeba=a.tatoeba, bucc=a.bucc, xnli=a.xnli, mldoc=a.mldoc, wmt=a.wmt,
+                              flores=a.flores, flores_languages=a.flores_languages)
     write_metrics(a.output, metrics)
 
 
@@ -212,6 +223,8 @@ def add_cli(sub) -> None:
     s.add_argument("--xnli", help="XNLI scores.json")
     s.add_argument("--mldoc", help="MLDoc scores.json")
     s.add_argument("--wmt", help="WMT similarity scores.json")
+    s.add_argument("--flores", help="FLORES xsim scores.json")
+    s.add_argument("--flores-languages", nargs="*", default=[], help="the languages FLORES xsim is averaged over")
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_variant_metrics)
 

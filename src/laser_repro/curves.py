@@ -47,8 +47,11 @@ def read_curves(path) -> list[dict]:
 
 def truncate_curves(path, num_updates: int) -> None:
     """Keep the rows measured at or before ``num_updates`` (a resumed run continues from there)."""
+    _write_rows(path, [r for r in read_curves(path) if r["update"] <= num_updates])
+
+
+def _write_rows(path, rows) -> None:
     path = Path(path)
-    rows = [r for r in read_curves(path) if r["update"] <= num_updates]
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
     os.replace(tmp, path)
@@ -56,11 +59,7 @@ def truncate_curves(path, num_updates: int) -> None:
 
 def mark_kept(path, update: int) -> None:
     """Flag the row of the model that was kept (early stopping: the lowest held-out loss)."""
-    path = Path(path)
-    rows = [dict(r, kept=r["update"] == update) for r in read_curves(path)]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, path)
+    _write_rows(path, [dict(r, kept=r["update"] == update) for r in read_curves(path)])
 
 
 def _translation_dataset(dataset):

@@ -11,10 +11,13 @@ rule variant_metrics:
         "results/{run}/logs/{variant}/metrics.log",
     params:
         files=lambda w, input: " ".join(f"--{task} {' '.join(input[task])}" for task in input.keys()),
+        flores_languages=lambda w: ("--flores-languages " + " ".join(
+            lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)) if FLORES else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro variant-metrics --variant {wildcards.variant} {params.files} --output {output}")
+        logged("laser-repro variant-metrics --variant {wildcards.variant} {params.files} {params.flores_languages}"
+               " --output {output}")
 
 
 rule metrics_summary:

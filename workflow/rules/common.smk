@@ -410,6 +410,8 @@ def variant_scores(variant):
     for task in ("xnli", "mldoc", "wmt"):
         if task_ready(task):
             files[task] = [f"{RUN}/eval/{task}/{variant}/scores.json"]
+    if FLORES:
+        files["flores"] = [f"{FLORES_DIR}/{variant}/scores.json"]
     return files
 
 
@@ -428,3 +430,11 @@ def table_rows(table):
             row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
         rows.append(row)
     return rows
+
+
+def flores_targets():
+    """What the main command builds for FLORES: the table and one learning-curve figure per model."""
+    if not FLORES:
+        return []
+    return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]

@@ -13,7 +13,7 @@ rule flores_select:
         f"{RUN}/logs/flores/select.log",
     params:
         langs=" ".join(["eng", *PLAN.flores_languages]),
-        dest=f"{FLORES_DIR}/raw",
+        dest=lambda w, output: os.path.dirname(output[0]),
         heldout=" ".join(str(x) for x in FLORES["heldout_lines"]) if FLORES else "",
         sample=FLORES["train_sample"] if FLORES else 0,
         seed=FLORES["seed"] if FLORES else 0,
@@ -140,11 +140,3 @@ rule learning_curves:
     shell:
         logged("laser-repro curves-plot --curves {input.curves:q} --tfidf {input.tfidf:q}"
                " --title {params.title:q} --png {output:q}")
-
-
-def flores_targets():
-    """What the main command builds for FLORES: the table and one learning-curve figure per model."""
-    if not FLORES:
-        return []
-    return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]
