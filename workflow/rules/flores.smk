@@ -56,7 +56,7 @@ rule flores_binarize_valid:
         f"{RUN}/logs/binarize/valid.log",
     params:
         pairs=" ".join(f"{s}-{t}" for s, t in PLAN.curve_pairs),
-        prefix=f"{FLORES_DIR}/bpe/heldout",
+        prefix=lambda w, input: input.texts[0].rsplit(".", 1)[0],  # .../bpe/heldout (texts[0] is heldout.eng)
         dest=lambda w, input: os.path.dirname(input.dict),
     conda:
         "../../envs/laser.yaml"
