@@ -92,7 +92,8 @@ def test_toy_config_end_to_end(toy_local_run):
     curves = [json.loads(x) for x in (workdir / "results" / "toy" / "models" / "base" / "curves.jsonl")
               .read_text().splitlines()]
     assert curves[0]["update"] == 0 and sum(r["end_of_epoch"] for r in curves) == 3
-    assert all({"train_loss", "heldout_loss", "xsim"} <= set(r) and set(r["xsim"]) == {"deu", "cmn"} for r in curves)
+    assert all({"train_loss", "heldout_loss", "xsim", "xsim_train"} <= set(r) and set(r["xsim"]) == {"deu", "cmn"}
+               and set(r["xsim_train"]) == {"deu", "cmn"} for r in curves)
     assert curves[-1]["train_loss"] < curves[0]["train_loss"]
     for variant in ("base", "layers2", "nli1", "subset_languages"):
         assert (workdir / "results" / "figures" / "toy" / f"curves_{variant}.png").stat().st_size > 10000

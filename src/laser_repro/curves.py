@@ -9,7 +9,8 @@ run itself is unchanged):
   fixed, seeded sample of training pairs;
 * ``heldout_loss``: the same on the held-out pairs (``valid.*``: the FLORES lines never trained on);
 * ``xsim``: the similarity-search error (%) of a few languages against English on the held-out
-  lines, both directions (:func:`laser_repro.xsim.xsim_error`).
+  lines, both directions (:func:`laser_repro.xsim.xsim_error`); ``xsim_train``: the same on as many
+  training lines (a seeded sample of the xx-English training pair): memorization beside generalization.
 
 One JSON object per measurement is appended to ``curves.jsonl`` in the checkpoint directory; a
 resumed run first drops the rows past its checkpoint, so the file always describes one run.
@@ -111,15 +112,26 @@ class CurveMonitor:
         self.valid_idx = (None if self.valid_ds is None
                           else _sample_indices(self.valid_ds, self.loss_sentences, self.seed))
         # xsim: the held-out xx-eng pairs (source = xx, target = English, line-aligned)
-        self.xsim_pairs = {}
-        if self.valid_ds is not None:
-            for p, name in enumerate(self.valid_ds.pair_names):
-                src, tgt = name.split("-")
-                if tgt == self.pivot and src in self.languages:
-                    self.xsim_pairs[src] = self.valid_ds.datasets[p]
+        self.xsim_pairs = self._pivot_pairs(self.valid_ds, None) if self.valid_ds is not None else {}
+        # the same measure on as many training lines (seeded): memorization beside generalization
+        size = max((len(rows) for _, rows in self.xsim_pairs.values()), default=0)
+        self.xsim_train_pairs = self._pivot_pairs(self.train_ds, size) if size else {}
         if self.out_path.exists():
             truncate_curves(self.out_path, trainer.get_num_updates())
         self._ready = True
+
+    def _pivot_pairs(self, dataset, size) -> dict:
+        """{xx: (LanguagePairDataset of xx-pivot, line indices)} for the curve languages."""
+        out = {}
+        for p, name in enumerate(dataset.pair_names):
+            src, tgt = name.split("-")
+            if tgt == self.pivot and src in self.languages:
+                pair = dataset.datasets[p]
+                n = len(pair)
+                rows = (np.arange(n) if size is None or n <= size
+                        else np.sort(np.random.RandomState(self.seed).choice(n, size=size, replace=False)))
+                out[src] = (pair, rows)
+        return out
 
     # -- measurements ------------------------------------------------------------------------------
     def _loss(self, model, criterion, dataset, indices) -> float:
@@ -148,13 +160,13 @@ class CurveMonitor:
                 out.append(encoder(tokens, src_lengths=lengths)["sentemb"].float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, encoder.output_units), dtype=np.float32)
 
-    def _xsim(self, model) -> dict:
+    def _xsim(self, model, pairs) -> dict:
         from laser_repro.xsim import xsim_error
 
         result = {}
-        for lang, pair in sorted(self.xsim_pairs.items()):
-            xx = self._embed(model.encoder, [pair.src[i] for i in range(len(pair))])
-            en = self._embed(model.encoder, [pair.tgt[i] for i in range(len(pair))])
+        for lang, (pair, rows) in sorted(pairs.items()):
+            xx = self._embed(model.encoder, [pair.src[int(i)] for i in rows])
+            en = self._embed(model.encoder, [pair.tgt[int(i)] for i in rows])
             err = xsim_error(xx, en)
             result[lang] = {"en_xx": round(err["en_xx_error"], 2), "xx_en": round(err["xx_en_error"], 2)}
         return result
@@ -175,7 +187,8 @@ class CurveMonitor:
                    "train_loss": round(self._loss(model, trainer.get_criterion(), self.train_ds, self.train_idx), 4)}
             if self.valid_ds is not None:
                 row["heldout_loss"] = round(self._loss(model, trainer.get_criterion(), self.valid_ds, self.valid_idx), 4)
-            row["xsim"] = self._xsim(model)
+            row["xsim"] = self._xsim(model, self.xsim_pairs)
+            row["xsim_train"] = self._xsim(model, self.xsim_train_pairs)
         finally:
             model.train(was_training)
         row["wall_s"] = round(time.time() - self._t0, 1)
@@ -215,15 +228,21 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, baselines: Opti
         errs = [np.mean([r["xsim"][lang]["en_xx"], r["xsim"][lang]["xx_en"]]) if lang in r.get("xsim", {})
                 else float("nan") for r in rows]
         ax_sim.plot(updates, errs, marker=".", color=colour, label=f"{lang}")
+        train_errs = [np.mean([r["xsim_train"][lang]["en_xx"], r["xsim_train"][lang]["xx_en"]])
+                      if lang in r.get("xsim_train", {}) else float("nan") for r in rows]
+        if not all(np.isnan(train_errs)):
+            ax_sim.plot(updates, train_errs, linestyle=":", color=colour)
         for label, values in (baselines or {}).items():
             if lang in values:
                 ax_sim.axhline(values[lang], color=colour, linestyle="--", linewidth=0.8)
+    if any("xsim_train" in r for r in rows):
+        ax_sim.plot([], [], color="grey", linestyle=":", label="training lines (same count)")
     if baselines:
-        ax_sim.plot([], [], color="grey", linestyle="--", label=" / ".join(baselines) + " (same lines)")
+        ax_sim.plot([], [], color="grey", linestyle="--", label=" / ".join(baselines) + " (held-out lines)")
     ax_sim.set_ylim(0, 100)
     ax_sim.set_xlabel("updates")
     ax_sim.set_ylabel("xsim error vs English (%), mean of both directions")
-    ax_sim.set_title("held-out FLORES similarity search")
+    ax_sim.set_title("FLORES similarity search: held-out lines (solid)")
     if langs:
         ax_sim.legend(fontsize=8)
     for ax in (ax_loss, ax_sim):
