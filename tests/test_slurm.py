@@ -120,7 +120,8 @@ def compared_files(root: Path) -> set:
     hold timings) or provenance records (hosts, times)."""
     return {p.relative_to(root) for p in (root / "results").rglob("*")
             if p.is_file() and not set(p.relative_to(root / "results").parts[1:2]) & set(NOT_COMPARED)
-            and "checkpoints" not in p.parts and p.name != "checkpoint_final.pt" and not p.name.endswith(".prov.json")}
+            and "checkpoints" not in p.parts and p.name not in ("checkpoint_final.pt", "checkpoint_init.pt")
+            and not p.name.endswith(".prov.json")}
 
 
 def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_path):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -98,7 +97,6 @@ class CurveMonitor:
         self.batch_sentences = int(batch_sentences)
         self._ready = False
         self._last_update = None
-        self._t0 = time.time()
 
     # -- set-up on the first call (the task and its datasets exist then) ------------------------
     def _setup(self, trainer, task) -> None:
@@ -191,7 +189,6 @@ class CurveMonitor:
             row["xsim_train"] = self._xsim(model, self.xsim_train_pairs)
         finally:
             model.train(was_training)
-        row["wall_s"] = round(time.time() - self._t0, 1)
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.out_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, sort_keys=True) + "\n")
