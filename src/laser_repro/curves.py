@@ -7,7 +7,8 @@ run itself is unchanged):
 
 * ``train_loss``: the translation cross-entropy (bits per target token, as fairseq's ``loss``) of a
   fixed, seeded sample of training pairs;
-* ``heldout_loss``: the same on the held-out pairs (``valid.*``: the FLORES lines never trained on);
+* ``heldout_loss``: the same on a sample of the held-out pairs (``valid.*``: the FLORES lines never
+  trained on); ``valid_loss``: fairseq's loss on all of them, where it validated (early stopping);
 * ``xsim``: the similarity-search error (%) of a few languages against English on the held-out
   lines, both directions (:func:`laser_repro.xsim.xsim_error`); ``xsim_train``: the same on as many
   training lines (a seeded sample of the xx-English training pair): memorization beside generalization.
@@ -169,13 +170,15 @@ class CurveMonitor:
             result[lang] = {"en_xx": round(err["en_xx_error"], 2), "xx_en": round(err["xx_en_error"], 2)}
         return result
 
-    def measure(self, trainer, task, epoch: int, end_of_epoch: bool) -> Optional[dict]:
+    def measure(self, trainer, task, epoch: int, end_of_epoch: bool, valid_loss=None) -> Optional[dict]:
+        """``valid_loss``: fairseq's validation loss on all held-out pairs at this update, when it
+        validated (early stopping); recorded as ``valid_loss`` (what early stopping compares)."""
         if not self._ready:
             self._setup(trainer, task)
         update = trainer.get_num_updates()
         if update == self._last_update:
             return None
-        if not (update == 0 or end_of_epoch or update % self.interval == 0):
+        if not (update == 0 or end_of_epoch or update % self.interval == 0 or valid_loss is not None):
             return None
         model = trainer.get_model()  # not the DistributedDataParallel wrapper: no collective operation here
         was_training = model.training
@@ -185,6 +188,8 @@ class CurveMonitor:
                    "train_loss": round(self._loss(model, trainer.get_criterion(), self.train_ds, self.train_idx), 4)}
             if self.valid_ds is not None:
                 row["heldout_loss"] = round(self._loss(model, trainer.get_criterion(), self.valid_ds, self.valid_idx), 4)
+            if valid_loss is not None:
+                row["valid_loss"] = round(float(valid_loss), 4)
             row["xsim"] = self._xsim(model, self.xsim_pairs)
             row["xsim_train"] = self._xsim(model, self.xsim_train_pairs)
         finally:
@@ -213,7 +218,11 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, baselines: Opti
     fig, (ax_loss, ax_sim) = plt.subplots(1, 2, figsize=(11, 4))
     ax_loss.plot(updates, [r["train_loss"] for r in rows], marker=".", label="training sample")
     if any("heldout_loss" in r for r in rows):
-        ax_loss.plot(updates, [r.get("heldout_loss", float("nan")) for r in rows], marker=".", label="held out")
+        ax_loss.plot(updates, [r.get("heldout_loss", float("nan")) for r in rows], marker=".", label="held out (sample)")
+    valid = [r for r in rows if "valid_loss" in r]
+    if valid:
+        ax_loss.plot([r["update"] for r in valid], [r["valid_loss"] for r in valid], linestyle="none", marker="x",
+                     color="black", label="held out, all pairs (early stopping)")
     ax_loss.set_xlabel("updates")
     ax_loss.set_ylabel("cross-entropy (bits / target token)")
     ax_loss.set_title("translation loss (eval mode)")

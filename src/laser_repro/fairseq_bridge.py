@@ -576,7 +576,7 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
         valid_losses, should_stop = original(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch)
         outcome["num_updates"] = trainer.get_num_updates()
         if monitor is not None:
-            monitor.measure(trainer, task, epoch_itr.epoch, end_of_epoch)
+            monitor.measure(trainer, task, epoch_itr.epoch, end_of_epoch, valid_loss=valid_losses[0])
         if stop_requested is not None and _any_rank(bool(stop_requested())):
             if not should_stop:  # otherwise fairseq has just saved this very update
                 checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, valid_losses[0])
