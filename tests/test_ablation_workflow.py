@@ -37,7 +37,8 @@ def test_every_ablation_ran_end_to_end(toy):
     for variant in ("base", "layers2", "nli1", "subset_languages"):
         assert (run / "models" / variant / "encoder.pt").exists()
         metrics = json.loads((run / "metrics" / f"{variant}.json").read_text())["metrics"]
-        assert set(metrics) == {"tatoeba_error", "bucc_f1", "mldoc_accuracy", "xnli_en", "xnli_xx", "wmt_error"}
+        assert set(metrics) == {"tatoeba_error", "bucc_f1", "mldoc_accuracy", "xnli_en", "xnli_xx", "wmt_error",
+                                "flores_xsim"}
         assert all(0.0 <= v <= 100.0 for v in metrics.values())
     # the equal-to-base variants were not trained again
     assert sorted(p.name for p in (run / "models").iterdir()) == ["base", "layers2", "nli1", "subset_languages"]
@@ -105,9 +106,9 @@ def test_one_variant_reruns_alone(toy):
     variant's jobs and nothing of the other variants or of the shared data."""
     jobs = dry_run_jobs(toy, "variant_layers2", "--forcerun", "train")
     rules = sorted({rule for rule, _ in jobs})
-    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "export_encoder", "mldoc_classify",
-                     "tatoeba_evaluate", "train", "variant_layers2", "variant_metrics", "wmt_similarity",
-                     "xnli_classify"], rules
+    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "export_encoder", "export_init_encoder",
+                     "flores_xsim", "mldoc_classify", "tatoeba_evaluate", "train", "variant_layers2",
+                     "variant_metrics", "wmt_similarity", "xnli_classify"], rules
     outputs = [o for _, outs in jobs for o in outs]
     assert outputs and all("layers2" in o for o in outputs), [o for o in outputs if "layers2" not in o]
     # the NLI variant: its own jobs; the shared MultiNLI binarization is up to date
