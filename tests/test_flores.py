@@ -28,6 +28,8 @@ def test_select_lines_writes_the_chosen_lines(tmp_path):
     assert out["heldout"].read_text().splitlines() == [f"line {i}" for i in range(15, 20)]
     numbers = flores.split_line_numbers(20, [15, 20], 5, 3)["sample"]
     assert out["sample"].read_text().splitlines() == [f"line {i}" for i in numbers]
+    with pytest.raises(ValueError, match=r"x\.dev: held-out lines \[15, 30\) do not fit a file of 20 lines"):
+        flores.select_lines(raw, out, heldout=[15, 30], sample_size=5, seed=3)
 
 
 def test_nway_extraction_skips_the_heldout_lines(tmp_path):

@@ -40,7 +40,10 @@ def select_lines(raw_path, outputs: Mapping[str, str | Path], *, heldout: Sequen
                  seed: int) -> dict[str, int]:
     """Write the held-out lines and the training sample of one FLORES file (``outputs``: split -> path)."""
     lines = list(iter_lines(raw_path))
-    numbers = split_line_numbers(len(lines), heldout, sample_size, seed)
+    try:
+        numbers = split_line_numbers(len(lines), heldout, sample_size, seed)
+    except ValueError as err:
+        raise ValueError(f"{raw_path}: {err} (flores_eval.heldout_lines)") from None
     for split, path in outputs.items():
         with atomic_output(path) as out:
             for i in numbers[split]:
