@@ -163,7 +163,8 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
                   "tables": 1}
     expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items()}
     assert {g: units["groups"].count(g) for g in expected} == expected
-    assert sorted(units["rules"]) == ["export_encoder", "train"]
+    assert units["groups"].count("flores") == 1  # the held-out FLORES lines: one allocation
+    assert sorted(units["rules"]) == ["export_encoder", "export_init_encoder", "train"]
     print(f"SLURM toy run: {elapsed:.0f} s, {len(subs)} sbatch jobs for {len(jobs)} jobs "
           f"(groups {expected}; local run: 1 process)")
 
@@ -237,7 +238,7 @@ def test_srun_workers_stop_before_the_time_limit_and_resume(slurm_cluster, tmp_p
     data = build_binarized(tmp_path / "corpus")
     settings = {"pairs": LANG_PAIRS.split(","), "targets": TARGETS.split(","),
                 "model": dict(SMALL_MODEL, dropout=0.0),
-                "train": {"lr": 0.005, "max_tokens": 60, "gpus": 0, "update_freq": 2, "max_epoch": 40,
+                "train": {"lr": 0.005, "max_tokens": 60, "gpus": 0, "update_freq": 2, "max_epoch": 120,
                           "seed": 3, "log_interval": 5, "cpu_processes": 1}}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
     save_dir, final = tmp_path / "checkpoints", tmp_path / "final.pt"
