@@ -562,7 +562,6 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     def load_checkpoint(cfg, trainer, **kwargs):
         # fairseq restores (or initializes) the model here, before the first update
         extra_state, epoch_itr = original_load(cfg, trainer, **kwargs)
-        outcome["start_update"] = trainer.get_num_updates()
         if trainer.get_num_updates() == 0:
             if initial_checkpoint is not None:
                 Path(initial_checkpoint).parent.mkdir(parents=True, exist_ok=True)
