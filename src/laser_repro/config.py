@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import jsonschema
 import yaml
@@ -191,6 +191,14 @@ class Variant:
         return (self.model, self.pairs, self.nli_weight)
 
 
+class AblationRow(NamedTuple):
+    """One row of an ablation table: variant name, row label, the model trained, the paper's setting key."""
+    name: str
+    label: str
+    variant: Variant
+    setting: str
+
+
 @dataclass(frozen=True)
 class Bitext:
     """One aligned (source, target) text of one corpus."""
@@ -307,28 +315,31 @@ class Plan:
         return Variant(name, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
 
     @cached_property
-    def ablation_rows(self) -> dict[str, list[tuple[str, str, Variant]]]:
-        """ablation -> [(variant name, row label, model trained)] in config order. A variant equal to
-        the base model is the base model (trained once): its model is the base Variant."""
+    def ablation_rows(self) -> dict[str, list[AblationRow]]:
+        """ablation -> its rows in config order. A variant equal to the base model is the base model
+        (trained once): its model is the base Variant. `setting` is the row's key in the paper's
+        Tables 5-7 (data/paper_tables5_7_ablations.csv)."""
         ablations = self.config.get("ablations", {})
-        rows: dict[str, list[tuple[str, str, Variant]]] = {}
+        rows: dict[str, list[AblationRow]] = {}
         if "depth" in ablations:
-            rows["depth"] = [(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
-                              self._variant(f"layers{n}", model={"encoder_layers": n}))
+            rows["depth"] = [AblationRow(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
+                                         self._variant(f"layers{n}", model={"encoder_layers": n}), f"layers={n}")
                              for n in ablations["depth"]["layers"]]
         if "nli" in ablations:
-            rows["nli"] = [(f"nli{w}", "no NLI" if w == 0 else f"NLI x{w}",
-                            self._variant(f"nli{w}", nli_weight=w))
+            rows["nli"] = [AblationRow(f"nli{w}", "no NLI" if w == 0 else f"NLI x{w}",
+                                       self._variant(f"nli{w}", nli_weight=w), f"nli={w}")
                            for w in ablations["nli"]["weights"]]
         if "languages" in ablations:
             subset = set(ablations["languages"]["subset"])
             kept = [p for p in self.pairs if p[0] in subset and p[1] in subset]
             n_sub = len({lang for pair in kept for lang in pair})
-            rows["languages"] = [("all_languages", f"all {len(self.trained_languages)} languages", self.base),
-                                 ("subset_languages", f"{n_sub} evaluation languages",
-                                  self._variant("subset_languages", pairs=kept))]
+            rows["languages"] = [
+                AblationRow("all_languages", f"all {len(self.trained_languages)} languages", self.base,
+                            "languages=all"),
+                AblationRow("subset_languages", f"{n_sub} evaluation languages",
+                            self._variant("subset_languages", pairs=kept), "languages=subset")]
         base = self.base
-        return {ablation: [(name, label, base if v.identity == base.identity else v) for name, label, v in variants]
+        return {ablation: [r._replace(variant=base) if r.variant.identity == base.identity else r for r in variants]
                 for ablation, variants in rows.items()}
 
     @cached_property
@@ -336,8 +347,8 @@ class Plan:
         """Every distinct model to train: the base model first, then the ablation variants."""
         out = {"base": self.base}
         for rows in self.ablation_rows.values():
-            for _, _, variant in rows:
-                out.setdefault(variant.name, variant)
+            for row in rows:
+                out.setdefault(row.variant.name, row.variant)
         return out
 
     @cached_property
@@ -345,7 +356,7 @@ class Plan:
         """Every variant name (also those equal to the base model) -> the name of the model trained."""
         names = {"base": "base"}
         for rows in self.ablation_rows.values():
-            names.update({name: variant.name for name, _, variant in rows})
+            names.update({row.name: row.variant.name for row in rows})
         return names
 
     def nli_settings(self, variant: Variant) -> dict | None:

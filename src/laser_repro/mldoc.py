@@ -44,17 +44,21 @@ HOW_TO_GET = (
     "--indices-file $f --output-filename MLDOC_DIR/$(basename $f) --rcv-dir RCV_DIR; done` "
     "(files MLDOC_DIR/<language>.train.1000, <language>.dev, <language>.test, ...)."
 )
-# Defaults of mldoc-classify (override with --params): one hidden layer of 10 units (paper),
-# Adam, batch 12 as LASER's MLDoc script; dropout, learning rate and epoch (<= 100) are picked
-# on the English dev set.
+# Defaults of mldoc-classify (override with --params or evaluation.mldoc.classifier). The paper (sec. 4.2)
+# fixes one hidden layer of 10 units (LASER's tasks/mldoc/mldoc.sh uses 10-8: the paper wins) and that
+# hyperparameters are chosen on the English dev set; where it is silent we take mldoc.sh: Adam, dropout
+# 0.2, lr 0.001, no weight decay, batch 12, at most 500 epochs (the best English-dev epoch is kept).
+SETTINGS_NOTE = ("Classifier settings: paper (sec. 4.2): one hidden layer of 10 units, chosen on English dev; "
+                 "LASER's tasks/mldoc/mldoc.sh where the paper is silent: Adam, dropout 0.2, lr 0.001, batch 12, "
+                 "<= 500 epochs, best English-dev epoch kept (mldoc.sh's second hidden layer of 8 is not used).")
 MLDOC_DEFAULTS = {
     "hidden": [10],
     "batch_size": 12,
-    "epochs": 100,
+    "epochs": 500,
     "activation": "tanh",
     "weight_decay": 0.0,
     "patience": 0,
-    "grid": {"dropout": [0.0, 0.1, 0.2, 0.3], "lr": [0.001, 0.0005]},
+    "grid": {"dropout": [0.2], "lr": [0.001]},
     "seed": 1,
     "normalize": False,
 }

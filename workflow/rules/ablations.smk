@@ -46,11 +46,12 @@ rule ablation_table:
         n="|".join(str(n) for n in TABLE_ABLATION) or "none",
     params:
         rows=lambda w: shell_quote_json(table_rows(int(w.n))),
+        missing=shell_quote_json(missing_tasks()),
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro ablation-table --table {wildcards.n} --run-name {wildcards.run} --rows {params.rows}"
-               " --md {output.md} --csv {output.csv} --png {output.png}")
+               " --missing-tasks {params.missing} --md {output.md} --csv {output.csv} --png {output.png}")
 
 
 rule ablations:

@@ -420,16 +420,31 @@ TABLE_ABLATION = {n: a for n, (a, _, _) in ABLATION_TABLES.items() if a in PLAN.
 
 
 def table_rows(table):
-    """--rows of an ablation table: label, variant name, model trained, metrics file (or why there is none)."""
+    """--rows of an ablation table: label, variant name, model trained, the paper's setting key, metrics file
+    (or why there is none)."""
     rows = []
-    for name, label, variant in PLAN.ablation_rows[TABLE_ABLATION[table]]:
-        row = {"label": label, "variant": name, "model": variant.name, "metrics": None, "note": ""}
-        if buildable(variant.name):
-            row["metrics"] = f"{METRICS}/{variant.name}.json"
+    for r in PLAN.ablation_rows[TABLE_ABLATION[table]]:
+        row = {"label": r.label, "variant": r.name, "model": r.variant.name, "setting": r.setting, "metrics": None,
+               "note": ""}
+        if buildable(r.variant.name):
+            row["metrics"] = f"{METRICS}/{r.variant.name}.json"
         else:
             row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
         rows.append(row)
     return rows
+
+
+def missing_tasks():
+    """--missing-tasks of an ablation table: {task: why it has no scores in this run}."""
+    out = {}
+    for task in ("bucc", "xnli", "mldoc", "wmt"):
+        if task not in EVAL:
+            out[task] = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
+        elif TASK_MISSING.get(task):
+            out[task] = TASK_MISSING[task]
+    if not FLORES:
+        out["flores"] = "not configured: the config has no flores_eval"
+    return out
 
 
 def flores_targets():
