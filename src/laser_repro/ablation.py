@@ -280,8 +280,9 @@ def plot_ablation(table: int, rows: list[dict], png, *, run_name: str) -> None:
             if r[key] is not None:
                 ax.bar(i, r[key], color="#4c72b0")
                 ax.annotate(f"{r[key]:.1f}", (i, r[key]), ha="center", va="bottom", fontsize=8)
-            elif r["status"] == "paper only":
-                ax.annotate("paper\nonly", (i, 0), ha="center", va="bottom", fontsize=7, color="#666666")
+            elif r["status"] in ("paper only", "not trained"):
+                ax.annotate(r["status"].replace(" ", "\n"), (i, 0), ha="center", va="bottom", fontsize=7,
+                            color="#666666")
             if r[f"paper_{key}"] is not None:
                 ax.hlines(r[f"paper_{key}"], i - 0.4, i + 0.4, colors="black", linewidth=2)
         ax.set_xlim(-0.6, len(rows) - 0.4)
