@@ -348,6 +348,7 @@ def classify(train: DocFiles, dev: DocFiles, tests: Mapping[str, DocFiles], conf
         "seed": config.seed,
         "threads": _threads(),
         "selection": "best English dev accuracy over the grid and the epochs",
+        "settings_source": SETTINGS_NOTE,
         "hyperparameters": {**selection.best.hparams.as_dict(), "selected_epoch": selection.best.best_epoch},
         "dev_accuracy": selection.best.dev_accuracy,
         "trials": selection.trials,
