@@ -229,8 +229,8 @@ EXPECTED = [
      "قال الرئيس : \" سنعمل معاً \" ، وأضاف أن 50 % من السكان ( تقريباً ) يؤيدون ذلك ."),
     ("zh", "我爱北京天安门，今天天气很好！他说：“你好。”",
      "我 爱 北京 天安门 ， 今天天气 很 好 ！ 他 说 ： \" 你好 。 \""),
-    ("ja", "私は東京大学で勉強しています。「こんにちは」と言った。",
-     "私 は 東京 大学 で 勉強 し て い ます 。 「 こんにちは 」 と 言っ た 。"),
+    ("ja", "私は東京大学で勉強しています。「こんにちは」と言った。",  # IPADIC: 東京大学 is one word
+     "私 は 東京大学 で 勉強 し て い ます 。 「 こんにちは 」 と 言っ た 。"),
     ("hi", "भारत की राजधानी नई दिल्ली है। यहाँ 2,00,000 लोग रहते हैं!",
      "भारत की राजधानी नई दिल्ली है । यहाँ 2,00,000 लोग रहते हैं !"),
 ]
@@ -253,6 +253,97 @@ def test_segmenters_are_deterministic():
         a, b = cached_preprocessor(lang), preprocessor_for(lang)
         first = [a(line) for line in lines]
         assert first == [a(line) for line in lines] == [b(line) for line in lines]
+
+
+# Japanese: MeCab with IPADIC, as LASER.  (sentence, IPADIC output of the
+# whole preprocessing, what the former UniDic (unidic-lite) set-up gave); the
+# sentences are chosen where the two dictionaries disagree: IPADIC keeps
+# compound particles (について, ので), splits auxiliaries (でしょ う, しよ う) and
+# keeps compounds (日本語, 東京大学, 気に入っ) that UniDic's short units split.
+JA_INLINE = [
+    ("雨が降っていたので、家にいました。",
+     "雨 が 降っ て い た ので 、 家 に い まし た 。",
+     "雨 が 降っ て い た の で 、 家 に い まし た 。"),
+    ("彼は来なかったでしょう。",
+     "彼 は 来 なかっ た でしょ う 。",
+     "彼 は 来 なかっ た でしょう 。"),
+    ("日本語を勉強しようと思います。",
+     "日本語 を 勉強 しよ う と 思い ます 。",
+     "日本 語 を 勉強 しよう と 思い ます 。"),
+    ("東京特許許可局長が今日急遽休暇許可を拒否した。",
+     "東京 特許 許可 局長 が 今日 急遽 休暇 許可 を 拒否 し た 。",
+     "東京 特許 許可 局 長 が 今日 急遽 休暇 許可 を 拒否 し た 。"),
+]
+JA_TATOEBA = [  # sentences of tatoeba-v1/tatoeba.jpn-eng.jpn
+    ("私はギリシャ文明について多くのことを学びました。",
+     "私 は ギリシャ 文明 について 多く の こと を 学び まし た 。",
+     "私 は ギリシャ 文明 に つい て 多く の こと を 学び まし た 。"),
+    ("昨日とても寒かったので、帽子を被った。",
+     "昨日 とても 寒かっ た ので 、 帽子 を 被っ た 。",
+     "昨日 とても 寒かっ た の で 、 帽子 を 被っ た 。"),
+    ("アンは私たちのパーティーに来ないでしょう。",
+     "アン は 私 たち の パーティー に 来 ない でしょ う 。",
+     "アン は 私 たち の パーティー に 来 ない でしょう 。"),
+    ("彼女は日本語を勉強しようと日本に来た。",
+     "彼女 は 日本語 を 勉強 しよ う と 日本 に 来 た 。",
+     "彼女 は 日本 語 を 勉強 しよう と 日本 に 来 た 。"),
+    ("彼のご両親は私のことをとても気に入ってくれている。",
+     "彼 の ご 両親 は 私 の こと を とても 気に入っ て くれ て いる 。",
+     "彼 の ご 両親 は 私 の こと を とても 気 に 入っ て くれ て いる 。"),
+]
+TATOEBA_JPN = "tatoeba-v1/tatoeba.jpn-eng.jpn"
+
+
+def _tatoeba_jpn() -> Path:
+    if not DATA_ROOT.is_dir():
+        pytest.skip(f"data root {DATA_ROOT} not found (set LASER_REPRO_DATA_ROOT to the shared data directory)")
+    path = DATA_ROOT / TATOEBA_JPN
+    assert path.is_file(), f"{path} missing from the data root"
+    return path
+
+
+def test_japanese_uses_ipadic():
+    import ipadic
+
+    seg = cached_preprocessor("ja")._segment
+    (info,) = seg.tagger.dictionary_info
+    assert os.path.dirname(info["filename"]) == os.path.normpath(ipadic.DICDIR)
+    assert info["charset"].lower().replace("-", "") == "utf8"
+    assert seg("すもももももももものうち") == "すもも も もも も もも の うち"
+
+
+@pytest.mark.parametrize("backend", ["fast", "reference"])
+def test_japanese_ipadic_segmentation_inline(backend):
+    pre = cached_preprocessor("ja", backend)
+    for text, ipadic_out, unidic_out in JA_INLINE:
+        assert pre(text) == ipadic_out, text
+        assert ipadic_out != unidic_out
+    # Latin letters are lower-cased after segmentation (same with either dictionary)
+    assert pre("Tokyoの人口は1400万人です。") == "tokyo の 人口 は 1400 万 人 です 。"
+
+
+def test_japanese_ipadic_segmentation_tatoeba():
+    with open(_tatoeba_jpn(), encoding="utf-8", newline="\n") as f:
+        lines = set(f.read().split("\n"))
+    pre = cached_preprocessor("ja")
+    for text, ipadic_out, unidic_out in JA_TATOEBA:
+        assert text in lines, f"{text} not in {TATOEBA_JPN}"
+        assert pre(text) == ipadic_out, text
+        assert ipadic_out != unidic_out
+
+
+def test_japanese_tatoeba_file_one_line_per_line(tmp_path):
+    src = _tatoeba_jpn()
+    n_in = src.read_bytes().count(b"\n")
+    out = tmp_path / "jpn.tok"
+    counts = preprocess_file(src, out, cached_preprocessor("ja"), progress=False)
+    assert counts["lines"] == n_in >= 900
+    data = out.read_text(encoding="utf-8")
+    out_lines = data.split("\n")
+    assert out_lines[-1] == "" and len(out_lines) - 1 == n_in
+    assert counts["empty_after"] == 0
+    for line in out_lines[:-1]:
+        assert line == line.strip() and "  " not in line and line == line.lower() and line.isprintable(), line
 
 
 def test_lowercase_and_options():

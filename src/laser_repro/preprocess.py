@@ -20,7 +20,9 @@ so :class:`TextPreprocessor` applies, in this order:
    splitting (``MosesTokenizer(lang).tokenize(text, escape=False,
    return_str=True)``);
 4. word segmentation: jieba (default dictionary, HMM on) for Chinese, MeCab
-   wakati (``fugashi`` + ``unidic-lite``) for Japanese;
+   wakati with the IPADIC dictionary, as LASER (``fugashi`` + the ``ipadic``
+   package, which ships the compiled dictionary and its mecabrc: no system
+   MeCab needed) for Japanese;
 5. romanisation with ``transliterate`` (``translit(text, lang,
    reversed=True)``, LASER uses it for Greek only);
 6. lower casing (``str.lower``).
@@ -56,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import re
 import sys
 import unicodedata
@@ -595,17 +596,22 @@ def _jieba_segmenter() -> Callable[[str], str]:
 
 
 def _mecab_segmenter() -> Callable[[str], str]:
-    """As ``mecab -O wakati``, with the unidic-lite dictionary (offline)."""
-    import fugashi
-    import unidic_lite
+    """As LASER's ``mecab -O wakati`` with the IPADIC dictionary.
 
-    dicdir = unidic_lite.DICDIR
-    rc = os.path.join(dicdir, "mecabrc")
-    tagger = fugashi.GenericTagger(f'-Owakati -r "{rc}" -d "{dicdir}"')
+    The dictionary and its (empty) mecabrc come from the ``ipadic`` pip
+    package; ``ipadic.MECAB_ARGS`` is ``-r "<dicdir>/mecabrc" -d "<dicdir>"``,
+    so neither a system MeCab nor /etc/mecabrc is looked for.
+    ``GenericTagger`` because fugashi's ``Tagger`` expects UniDic features.
+    """
+    import fugashi
+    import ipadic
+
+    tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati")
 
     def segment(text: str) -> str:
         return " ".join(tagger.parse(text).split())
 
+    segment.tagger = tagger  # for inspection (tests: which dictionary is loaded)
     return segment
 
 
