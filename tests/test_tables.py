@@ -18,6 +18,16 @@ def test_tatoeba_paper_values_come_from_table1_then_table9():
     assert paper["deu"]["paper_table"] == "1" and paper["deu"]["en_xx_error"] is not None
     assert paper["ang"]["paper_table"] == "9" and paper["ang"]["test_sentences"] == 134
     assert "ang" not in tables.load_paper_table1()
+    # Table 9 prints its own code (ISO 639-1 where there is one) and both errors
+    assert (paper["cha"]["paper_code"], paper["cha"]["en_xx_error"], paper["cha"]["xx_en_error"]) == ("ch", 64.23, 77.37)
+
+
+def test_paper_sources_collapse_to_their_tables():
+    assert tables._paper_source("paper_table1.csv") == "TACL 2019 Table 1"
+    assert tables._paper_source("paper_table2_xnli.csv") == "TACL 2019 Table 2, row 'Proposed method'"
+    assert tables._paper_source("paper_table4_bucc.csv") == "TACL 2019 Table 4, row 'Proposed method'"
+    assert tables._paper_source("paper_table8_xnli_cross.csv") == "TACL 2019 Table 8"
+    assert tables._paper_source("paper_table9_tatoeba_unseen.csv") == "TACL 2019 Table 9"
 
 
 def test_table9_lists_unseen_languages_with_the_paper_table(tmp_path):
@@ -29,8 +39,11 @@ def test_table9_lists_unseen_languages_with_the_paper_table(tmp_path):
     # afr was a training language of the paper (its Table 1: 11.20 / 9.90), ang was not (Table 9)
     assert out["afr"]["paper_table"] == "1" and out["afr"]["delta_en_xx_error"] == "38.8"
     assert out["ang"]["paper_table"] == "9" and out["ang"]["train_sentences"] == "0"
+    assert (out["ang"]["paper_code"], out["ang"]["paper_en_xx_error"], out["ang"]["delta_xx_en_error"]) == (
+        "ang", "58.96", "14.33")  # TACL Table 9: 58.96 / 65.67
     md = (tmp_path / "t9.md").read_text(encoding="utf-8")
     assert md.startswith("# Table 9") and "no training data" in md and "| **avg** | 2 languages |" in md
+    assert "| 1 (af) |" in md and "| 58.96 | 65.67 | 134 | 9 (ang) |" in md
 
 
 def test_table9_without_unseen_languages_says_so(tmp_path):
@@ -59,7 +72,9 @@ def test_missing_task_is_reported_missing_not_zero(tmp_path, monkeypatch, task, 
         for key in ("accuracy", "train_f1", "error"):
             assert row.get(key, "") == ""  # empty, never 0
     if task == "xnli":
-        assert "**Missing:**" in (tmp_path / "m8.md").read_text(encoding="utf-8")
+        md8 = (tmp_path / "m8.md").read_text(encoding="utf-8")
+        # the paper's matrix is shown even when ours is missing
+        assert "**Missing:**" in md8 and "## paper (TACL Table 8)" in md8 and "225 of 225 cells" in md8
 
 
 def test_eval_table_needs_scores_or_missing(tmp_path):
@@ -80,7 +95,14 @@ def test_bucc_table_percentages_deltas_and_test_pairs(tmp_path):
     assert float(row["train_f1"]) == 84.7 and float(row["train_precision"]) == 90.0
     assert float(row["delta_train_f1"]) == pytest.approx(84.7 - paper_f1, abs=0.01)
     assert row["test_pairs_extracted"] == "2" and row["test_f1"] == ""
-    assert "test gold is private" in (tmp_path / "t.md").read_text(encoding="utf-8")
+    # the paper (TACL Table 4: F1 only) and, beside it, the LASER README re-run (P / R / F1 / threshold)
+    assert (row["paper_train_f1"], row["paper_test_f1"], row["paper_train_precision"]) == ("95.43", "96.19", "")
+    assert (row["laser_readme_train_f1"], row["laser_readme_train_precision"], row["laser_readme_test_f1"]) == (
+        "95.42", "95.65", "96.2")
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert "test gold is private" in md
+    assert "| paper F1 (TACL) | LASER README re-run F1 | Δ F1 (ours − TACL) |" in md
+    assert "| 84.70 | 95.43 | 95.42 | -10.73 |" in md and "TACL 2019 Table 4, row 'Proposed method'" in md
 
 
 def test_xnli_tables_average_and_matrix(tmp_path):
@@ -95,9 +117,28 @@ def test_xnli_tables_average_and_matrix(tmp_path):
               "--md8", str(tmp_path / "t8.md"), "--csv8", str(tmp_path / "t8.csv")])
     rows = {r["language"]: r for r in _rows(tmp_path / "t2.csv")}
     assert float(rows["avg"]["accuracy"]) == 75.0 and rows["eng"]["test_size"] == "5"
+    # TACL Table 2 (73.9 / 71.9) and, beside it, the LASER README re-run (74.65 / 72.26)
+    assert (rows["eng"]["paper_accuracy"], rows["eng"]["laser_readme_rerun"], rows["eng"]["delta"]) == (
+        "73.9", "74.65", "6.1")
+    assert (rows["avg"]["paper_accuracy"], rows["avg"]["laser_readme_rerun"]) == ("72.9", "73.46")
+    md2 = (tmp_path / "t2.md").read_text(encoding="utf-8")
+    assert "| ours | paper (TACL) | LASER README re-run | Δ (ours − TACL) |" in md2
+    assert "| eng | English | 80.00 | 73.90 | 74.65 | 6.10 | 5 |" in md2
+    assert "TACL 2019 Table 2, row 'Proposed method'" in md2 and "tasks/xnli/README.md" in md2
     cells = {(r["premise"], r["hypothesis"]): r for r in _rows(tmp_path / "t8.csv")}
     assert float(cells[("eng", "fra")]["accuracy"]) == 60.0 and float(cells[("fra", "eng")]["accuracy"]) == 65.0
-    assert "| fra | 65.00 | 70.00 |" in (tmp_path / "t8.md").read_text(encoding="utf-8")
+    assert (cells[("eng", "fra")]["paper_accuracy"], cells[("eng", "fra")]["delta"]) == ("72.2", "-12.2")
+    # the averages: ours over this run's 2 languages, the paper's over its 15 (so no Δ)
+    assert (cells[("fra", "avg")]["accuracy"], cells[("fra", "avg")]["paper_accuracy"]) == ("67.5", "69.5")
+    assert (cells[("avg", "avg")]["accuracy"], cells[("avg", "avg")]["paper_accuracy"]) == ("68.75", "68.1")
+    assert cells[("avg", "avg")]["delta"] == "" and cells[("avg", "eng")]["status"] == "average"
+    md8 = (tmp_path / "t8.md").read_text(encoding="utf-8")
+    assert "| fra | 65.00 | 70.00 | 67.50 |" in md8
+    paper = md8.split("## paper (TACL Table 8)")[1]
+    # all 225 cells and the averages, this run's languages first
+    assert sum(line.startswith("| ") for line in paper.splitlines()) == 17  # header + 15 premises + avg
+    assert "| eng | 73.9 | 72.2 | " in paper and "| avg | 70.8 | 70.0 | " in paper and paper.count(" | ") > 256
+    assert "225 of 225 cells" in md8 and "4 of the 4 cells of this run" in md8
 
 
 def test_config_rejects_bad_evaluation_languages():
