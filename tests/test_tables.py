@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from laser_repro import cli, config, tables
+from laser_repro import cli, config, tables, xnli
 
 
 def _rows(path):
@@ -109,6 +109,7 @@ def test_xnli_tables_average_and_matrix(tmp_path):
     scores = {"test_accuracy": {"eng": 80.0, "fra": 70.0}, "sizes": {"test_pairs": {"eng": 5, "fra": 5},
               "dev_pairs": 3, "train_pairs": 9}, "dev_accuracy": 66.7, "features": "f",
               "hyperparameters": {"hidden": [512, 384], "dropout": 0.1, "lr": 0.001, "selected_epoch": 3},
+              "settings_source": xnli.SETTINGS_NOTE,
               "cross_lingual": {"premise_languages": ["eng", "fra"], "accuracy": [[80.0, 60.0], [65.0, 70.0]],
                                 "pairs": 5}}
     (tmp_path / "s.json").write_text(json.dumps(scores))
@@ -125,6 +126,7 @@ def test_xnli_tables_average_and_matrix(tmp_path):
     assert "| ours | paper (TACL) | LASER README re-run | Δ (ours − TACL) |" in md2
     assert "| eng | English | 80.00 | 73.90 | 74.65 | 6.10 | 5 |" in md2
     assert "TACL 2019 Table 2, row 'Proposed method'" in md2 and "tasks/xnli/README.md" in md2
+    assert "LASER's tasks/xnli/xnli.sh where the paper is silent: dropout 0.3" in md2
     cells = {(r["premise"], r["hypothesis"]): r for r in _rows(tmp_path / "t8.csv")}
     assert float(cells[("eng", "fra")]["accuracy"]) == 60.0 and float(cells[("fra", "eng")]["accuracy"]) == 65.0
     assert (cells[("eng", "fra")]["paper_accuracy"], cells[("eng", "fra")]["delta"]) == ("72.2", "-12.2")

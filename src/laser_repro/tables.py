@@ -320,6 +320,8 @@ def _write_accuracy_table(md, csv_path, *, number: int, task: str, paper_csv: st
                      f"epoch {hp.get('selected_epoch')}, chosen on English dev ({dev} {unit}, "
                      f"{scores['dev_accuracy']:.2f}%); trained on {train} English {unit}; "
                      + (f"features {scores['features']}." if "features" in scores else f"document = {scores.get('pooling')}."))
+        if scores.get("settings_source"):
+            notes.append(scores["settings_source"])
     notes.append(f"Paper values (TACL): {_paper_source(paper_csv)}. LASER README re-run (the LASER repository's "
                  f"own later re-run, not the paper's values; shown for reference, Δ is against TACL): "
                  f"{_readme_source(paper_csv)}.")
