@@ -162,28 +162,19 @@ def test_table1(paper):
         assert _same(r["test_sentences"], p["test sent."]), (r, p)
 
 
-def test_table2_xnli(paper):
-    codes = ["en"] + _header_after(paper, 2, "EN EN → XX")
-    assert len(codes) == 15
-    printed = dict(zip(codes, _row(paper, 2, "Proposed method", len(codes))))
-    rows = _csv("paper_table2_xnli.csv")
+@pytest.mark.parametrize("table, name, n_codes", [(2, "paper_table2_xnli.csv", 15),
+                                                   (3, "paper_table3_mldoc.csv", 8)])
+def test_tables2_3_accuracy_rows(paper, table, name, n_codes):
+    """XNLI (Table 2) and MLDoc (Table 3): the row 'Proposed method', columns en then EN → XX."""
+    codes = ["en"] + _header_after(paper, table, "EN EN → XX")
+    assert len(codes) == n_codes
+    printed = dict(zip(codes, _row(paper, table, "Proposed method", len(codes))))
+    rows = _csv(name)
     assert sorted(r["paper_code"] for r in rows) == sorted(codes)
     for r in rows:
         assert languages.get(r["code"]).paper == r["paper_code"], r
         assert _same(r["accuracy"], printed[r["paper_code"]]), (r, printed[r["paper_code"]])
-        assert r["source"] == f"TACL 2019 Table 2, row 'Proposed method', column '{r['paper_code']}'", r
-
-
-def test_table3_mldoc(paper):
-    codes = ["en"] + _header_after(paper, 3, "EN EN → XX")
-    assert len(codes) == 8
-    printed = dict(zip(codes, _row(paper, 3, "Proposed method", len(codes))))
-    rows = _csv("paper_table3_mldoc.csv")
-    assert sorted(r["paper_code"] for r in rows) == sorted(codes)
-    for r in rows:
-        assert languages.get(r["code"]).paper == r["paper_code"], r
-        assert _same(r["accuracy"], printed[r["paper_code"]]), (r, printed[r["paper_code"]])
-        assert r["source"] == f"TACL 2019 Table 3, row 'Proposed method', column '{r['paper_code']}'", r
+        assert r["source"] == f"TACL 2019 Table {table}, row 'Proposed method', column '{r['paper_code']}'", r
 
 
 def test_table4_bucc(paper):
