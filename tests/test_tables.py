@@ -153,3 +153,12 @@ def test_config_rejects_bad_evaluation_languages():
     bad["evaluation"]["xnli"]["languages"] = ["fra"]
     with pytest.raises(config.ConfigError, match="evaluation.xnli.languages: must include eng"):
         config.validate(bad)
+
+
+def test_missing_task_still_shows_the_paper_average(tmp_path):
+    cli.main(["eval-table", "xnli", "--run-name", "r", "--languages", "eng", "fra", "spa", "--missing", "no XNLI",
+              "--md", str(tmp_path / "t2.md"), "--csv", str(tmp_path / "t2.csv"),
+              "--md8", str(tmp_path / "t8.md"), "--csv8", str(tmp_path / "t8.csv")])
+    avg = {r["language"]: r for r in _rows(tmp_path / "t2.csv")}["avg"]
+    # TACL Table 2: (73.9 + 71.9 + 72.9) / 3; no Δ without ours
+    assert (avg["accuracy"], avg["paper_accuracy"], avg["delta"]) == ("", "72.9", "")

@@ -292,14 +292,15 @@ def _accuracy_rows(langs: list[str], scores: dict | None, paper: dict, size_key:
 
 def _average_row(rows: list[dict], label: str) -> dict:
     ours = [r["accuracy"] for r in rows if r["accuracy"] is not None]
-    both = [r for r in rows if r["accuracy"] is not None and r["paper_accuracy"] is not None]
+    # the paper's average over the languages we have a value for (over all listed ones when we have none)
+    both = [r for r in rows if (r["accuracy"] is not None or not ours) and r["paper_accuracy"] is not None]
     avg, paper = mean(ours), mean(r["paper_accuracy"] for r in both)
     # the README re-run's average over the same languages as the paper's
     readme = mean(r.get(README_RERUN) for r in both) if all(r.get(README_RERUN) is not None for r in both) else None
     return {"language": "avg", "name": label, "accuracy": None if avg is None else round(avg, 2),
             "paper_accuracy": None if paper is None else round(paper, 2),
             README_RERUN: None if readme is None else round(readme, 2),
-            "delta": _delta(avg, paper) if len(both) == len(ours) else None, "status": "average"}
+            "delta": _delta(avg, paper) if ours and len(both) == len(ours) else None, "status": "average"}
 
 
 def _write_accuracy_table(md, csv_path, *, number: int, task: str, paper_csv: str, size_key: str, unit: str,
