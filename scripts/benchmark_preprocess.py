@@ -7,9 +7,11 @@ Measures sentences/second for
                   normalisation + tokenisation, lower case), fast back-end;
 * ``sacremoses``  plain sacremoses normalize + tokenize(escape=False) + lower,
                   i.e. the preprocessing of the ``laserembeddings`` package;
-* ``bpe``         sentencepiece BPE ``encode(batch, out_type=str)`` with a model
-                  (vocab 8000, model_type=bpe) trained here, in a temporary
-                  directory, on the preprocessed benchmark text;
+* ``bpe``         the pipeline's BPE (laser_repro.bpe, fastBPE semantics) with
+                  codes (--merges, default 8000) learned here on the
+                  preprocessed benchmark text; a fresh applier per run, which
+                  memoizes per word as in the pipeline (the cycled pool makes
+                  its cache hit more often than fresh text would);
 * ``*+bpe``       end to end: preprocessing followed by BPE;
 * ``laserembeddings``  its ``preprocessing.Tokenizer`` if that package is
                   importable (it is not a project dependency: it pins an old
@@ -26,7 +28,7 @@ ones) is repeated ~5 times.  No stage caches anything per sentence, so the
 repetition does not flatter any column.
 
 Every column is the best of --repeats runs over the same lines, the runs of
-the columns interleaved (the machine may be shared).  Everything runs in one thread (sentencepiece with num_threads=1);
+the columns interleaved (the machine may be shared).  Everything runs in one thread;
 --pin-cpu N also pins the process to one CPU.  The fast output is also compared, line by line and byte for byte,
 with the same pipeline running on sacremoses (``backend="reference"``).
 """
@@ -43,7 +45,6 @@ import itertools
 import json
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -59,9 +60,8 @@ DEFAULT_INPUTS = {
 
 
 def pin_to_cpu(cpu: int | None) -> str:
-    # Everything timed here is single-threaded already (Python, sentencepiece
-    # with num_threads=1); pinning is optional because on a shared machine a
-    # fixed CPU may be the busy one.
+    # Everything timed here is single-threaded already (Python); pinning is
+    # optional because on a shared machine a fixed CPU may be the busy one.
     if cpu is None:
         return "single thread, not pinned"
     os.sched_setaffinity(0, {cpu})
@@ -93,22 +93,16 @@ def best_rates(jobs: dict, n_items: int, repeats: int) -> dict:
     return {name: n_items / t for name, t in best.items()}
 
 
-def train_bpe(lines: list[str], vocab_size: int, tmpdir: str):
-    import sentencepiece as spm
+def train_bpe(lines: list[str], merges: int):
+    """(codes, vocab) learned on the lines' words (a few thousand sentences may allow fewer merges)."""
+    from collections import Counter
 
-    text = Path(tmpdir) / "train.txt"
-    text.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    prefix = str(Path(tmpdir) / "bpe")
-    spm.SentencePieceTrainer.train(
-        input=str(text),
-        model_prefix=prefix,
-        vocab_size=vocab_size,
-        model_type="bpe",
-        hard_vocab_limit=False,  # a few thousand sentences may not support the full vocabulary
-        num_threads=1,
-        minloglevel=2,
-    )
-    return spm.SentencePieceProcessor(model_file=prefix + ".model")
+    from laser_repro import bpe
+
+    words = sorted(Counter(w for line in lines for w in line.split()).items())
+    learned = bpe.learn_codes(words, merges)
+    vocab = learned.vocab if learned.vocab is not None else bpe.vocab_from_codes(learned.codes, words)
+    return learned.codes, vocab
 
 
 def laserembeddings_tokenizer(lang: str):
@@ -119,7 +113,7 @@ def laserembeddings_tokenizer(lang: str):
     return Tokenizer(lang=lang).tokenize
 
 
-def bench_language(lang: str, lines: list[str], repeats: int, vocab_size: int) -> dict:
+def bench_language(lang: str, lines: list[str], repeats: int, merges: int) -> dict:
     from sacremoses import MosesPunctNormalizer, MosesTokenizer
 
     t0 = time.perf_counter()
@@ -136,11 +130,12 @@ def bench_language(lang: str, lines: list[str], repeats: int, vocab_size: int) -
     reference = TextPreprocessor(lang, backend="reference")
     mismatches = sum(a != reference(line) for a, line in zip(fast_out, lines))
 
-    with tempfile.TemporaryDirectory() as tmpdir:
-        sp = train_bpe(fast_out, vocab_size, tmpdir)
+    from laser_repro.bpe import BpeApplier
+
+    codes, vocab = train_bpe(fast_out, merges)
 
     def encode(texts):
-        return sp.encode(texts, out_type=str, num_threads=1)
+        return BpeApplier(codes).encode(texts)
 
     n = len(lines)
     res = {
@@ -148,7 +143,8 @@ def bench_language(lang: str, lines: list[str], repeats: int, vocab_size: int) -
         "sentences": n,
         "mismatches_fast_vs_sacremoses": mismatches,
         "fast_setup_s": round(fast_setup, 3),
-        "bpe_vocab": sp.get_piece_size(),
+        "bpe_merges": len(codes),
+        "bpe_vocab": len(vocab),
     }
     jobs = {
         "fast": lambda: [fast(x) for x in lines],
@@ -172,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("inputs", nargs="*", metavar="LANG:PATH", help="text files, e.g. en:news.en (default: FLORES + Tatoeba en/de)")
     p.add_argument("--sentences", "-n", type=int, default=10_000, help="sentences per language (default 10000)")
     p.add_argument("--repeats", type=int, default=3, help="runs per measurement; the best counts (default 3)")
-    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--merges", type=int, default=8000, help="BPE merge operations (default 8000)")
     p.add_argument(
         "--data-root",
         type=Path,
@@ -199,12 +195,10 @@ def main(argv: list[str] | None = None) -> int:
 
     pinned = pin_to_cpu(args.pin_cpu)
     import sacremoses
-    import sentencepiece
 
     env = {
         "python": platform.python_version(),
         "sacremoses": getattr(sacremoses, "__version__", "?"),
-        "sentencepiece": getattr(sentencepiece, "__version__", "?"),
         "cpu": pinned,
         "machine": platform.machine(),
     }
@@ -214,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     for lang, paths in by_lang.items():
         lines, distinct = load_lines(paths, args.sentences)
         print(f"# {lang}: {distinct} distinct lines from {[str(x) for x in paths]}, cycled to {len(lines)}", file=sys.stderr)
-        res = bench_language(lang, lines, args.repeats, args.vocab_size)
+        res = bench_language(lang, lines, args.repeats, args.merges)
         res["distinct_lines"] = distinct
         res["inputs"] = [str(x) for x in paths]
         results.append(res)

@@ -13,4 +13,4 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c envs/cons
 "${PIP[@]}" --no-build-isolation -r envs/requirements-fairseq.txt
 "${PIP[@]}" -r envs/requirements.txt
 "${PIP[@]}" --no-deps --no-build-isolation -e .
-.venv/bin/python -c 'import torch, fairseq, snakemake, sentencepiece, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
+.venv/bin/python -c 'import torch, fairseq, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'

@@ -164,7 +164,7 @@ def test_paper_config_training_setup():
     train = cfg["train"]
     assert train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"] == train["tokens_per_update"] == 128_000
     assert (train["lr"], train["max_epoch"]) == (0.001, 17)
-    assert cfg["bpe"]["vocab_size"] == 50_000
+    assert cfg["bpe"]["merges"] == 50_000
     assert cfg["model"] == {
         "encoder_layers": 5, "encoder_hidden_size": 512, "encoder_embed_dim": 320,
         "decoder_hidden_size": 2048, "decoder_embed_dim": 320, "decoder_lang_embed_dim": 32, "dropout": 0.1}

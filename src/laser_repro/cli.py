@@ -77,38 +77,47 @@ def cmd_preprocess(a):
     log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
 
 
-def cmd_bpe_sample(a):
+def cmd_bpe_count(a):
     from laser_repro import bpe
 
-    log.info("%s", json.dumps(bpe.sample_lines(a.inputs, a.output, max_lines=a.max_lines, seed=a.seed)))
+    counts, stats = bpe.count_words(a.inputs, threads=a.threads, progress=True)
+    bpe.write_word_counts(counts, a.output)
+    log.info("%s: %s", a.output, json.dumps(stats))
 
 
 def cmd_bpe_learn(a):
     from laser_repro import bpe
 
-    model = bpe.learn(a.sample, a.model_prefix, vocab_size=a.vocab_size,
-                      character_coverage=a.character_coverage, seed=a.seed, threads=a.threads)
-    log.info("BPE model %s", model)
+    stats = bpe.learn(a.codes, a.vocab, merges=a.merges, words_path=a.words, inputs=a.inputs, threads=a.threads)
+    log.info("BPE codes %s, vocab %s: %s", a.codes, a.vocab, json.dumps(stats))
 
 
 def cmd_bpe_dict(a):
     from laser_repro import bpe
 
-    log.info("dictionary of %d pieces", bpe.write_fairseq_dict(a.model, a.output))
+    stats = bpe.write_fairseq_dict(a.vocab, a.output, characters=not a.vocab_only)
+    log.info("%s: %s", a.output, json.dumps(stats))
 
 
 def cmd_bpe_apply(a):
     from laser_repro import bpe
-    from laser_repro.sharding import group_shards, iter_sharded
     from laser_repro.textio import atomic_output
 
-    applier = bpe.BpeApplier(a.model)
-    written = 0
-    with atomic_output(a.output) as out:
-        for shards in group_shards(a.inputs):
-            for encoded in applier.encode_stream(iter_sharded(shards, a.block_lines)):
-                out.write(encoded + "\n")
-                written += 1
+    applier = bpe.BpeApplier(a.codes)
+
+    def write(out) -> int:
+        written = 0
+        for encoded in applier.encode_stream(bpe.iter_input_lines(a.inputs, a.block_lines)):
+            out.write(encoded + "\n")
+            written += 1
+        return written
+
+    if a.output == "-":
+        with open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False) as out:
+            written = write(out)
+    else:
+        with atomic_output(a.output) as out:
+            written = write(out)
     log.info("%s: %d lines", a.output, written)
 
 
@@ -290,7 +299,7 @@ def cmd_prepare_text(a):
 
     if not (len(a.lang) == len(a.input) == len(a.output)):
         raise SystemExit("prepare-text: give one --lang and --output per --input")
-    applier = bpe.BpeApplier(a.model)
+    applier = bpe.BpeApplier(a.codes)
     for code, src, dst in zip(a.lang, a.input, a.output):
         preprocessor = _preprocessor(code, not a.keep_case)
         with atomic_output(dst) as out:
@@ -446,32 +455,36 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--keep-case", action="store_true")
     s.set_defaults(func=cmd_preprocess)
 
-    s = sub.add_parser("bpe-sample", help="seeded sample of training text for BPE learning")
-    s.add_argument("--output", required=True)
-    s.add_argument("--max-lines", type=int, required=True)
-    s.add_argument("--seed", type=int, required=True)
+    s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")
+    s.add_argument("--output", required=True, help="'word count' per line, count descending")
+    s.add_argument("--threads", type=int, default=1, help="count this many files in parallel")
     s.add_argument("--inputs", nargs="+", required=True)
-    s.set_defaults(func=cmd_bpe_sample)
+    s.set_defaults(func=cmd_bpe_count)
 
-    s = sub.add_parser("bpe-learn", help="learn the joint sentencepiece BPE model")
-    s.add_argument("--sample", required=True)
-    s.add_argument("--model-prefix", required=True)
-    s.add_argument("--vocab-size", type=int, required=True)
-    s.add_argument("--character-coverage", type=float, default=0.9999)
-    s.add_argument("--seed", type=int, default=1)
-    s.add_argument("--threads", type=int, default=1)
+    s = sub.add_parser("bpe-learn", help="learn the joint BPE (fastBPE learnbpe + getvocab)")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--words", help="word frequencies written by bpe-count")
+    source.add_argument("--inputs", nargs="+", help="or the text files themselves")
+    s.add_argument("--merges", type=int, required=True, help="number of merge operations (paper: 50000)")
+    s.add_argument("--codes", required=True, help="output: fastBPE codes, 'left right count' per merge")
+    s.add_argument("--vocab", required=True, help="output: fastBPE vocab, 'token count' of the BPE'd text")
+    s.add_argument("--threads", type=int, default=1, help="with --inputs: count this many files in parallel")
     s.set_defaults(func=cmd_bpe_learn)
 
     s = sub.add_parser("bpe-dict", help="write the BPE vocabulary as a fairseq dictionary")
-    s.add_argument("--model", required=True)
+    s.add_argument("--vocab", required=True)
     s.add_argument("--output", required=True)
+    s.add_argument("--vocab-only", action="store_true",
+                   help="only the vocab's tokens (no count-0 entries for the missing forms of its characters)")
     s.set_defaults(func=cmd_bpe_dict)
 
-    s = sub.add_parser("bpe-apply", help="BPE-encode the shards of one pair side (all corpora)")
-    s.add_argument("--model", required=True)
-    s.add_argument("--output", required=True)
-    s.add_argument("--block-lines", type=int, default=10000)
-    s.add_argument("--inputs", nargs="+", required=True)
+    s = sub.add_parser("bpe-apply", help="apply fastBPE codes (ours or LASER's 93langs.fcodes) to tokenized text")
+    s.add_argument("--codes", required=True, help="fastBPE codes file: 'left right count' per line")
+    s.add_argument("--output", required=True, help="'-': standard output")
+    s.add_argument("--block-lines", type=int, default=10000, help="block size of sharded inputs")
+    s.add_argument("--inputs", nargs="+", required=True,
+                   help="files, concatenated; shards (NAME.KKK-of-NNN) are read back in the original order; "
+                        "'-': standard input")
     s.set_defaults(func=cmd_bpe_apply)
 
     s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
@@ -514,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("prepare-text", help="Moses + BPE for evaluation text")
-    s.add_argument("--model", required=True)
+    s.add_argument("--codes", required=True, help="fastBPE codes file")
     s.add_argument("--keep-case", action="store_true")
     s.add_argument("--lang", action="append", required=True)
     s.add_argument("--input", action="append", required=True)

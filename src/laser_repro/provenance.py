@@ -48,7 +48,7 @@ log = logging.getLogger("laser_repro")
 FORMAT = "laser-repro-provenance/1"
 SUFFIX = ".prov.json"
 IGNORED_IN_DIRS = (".snakemake_timestamp",)
-LIBRARIES = ("torch", ("fairseq-fixed", "fairseq"), "numpy", "sentencepiece", "sacremoses", "faiss-cpu",
+LIBRARIES = ("torch", ("fairseq-fixed", "fairseq"), "numpy", "sacremoses", "faiss-cpu",
              "snakemake", "scikit-learn")
 MIN_GAP_NS = 1_000_000_000  # an output is dated at least 1 s after each of its inputs
 

@@ -1,54 +1,48 @@
-# Stage 3: one joint BPE model learned on a seeded sample of all training text, applied to every pair.
+# Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.bpe): word frequencies of ALL the
+# tokenized training text -> bpe.merges merge operations (codes) and the vocabulary of the BPE'd text
+# -> fairseq dictionary; the codes are applied to every pair.
 
 
-rule bpe_sample:
+rule bpe_count:
     input:
         all_tok_shards(),
     output:
-        "results/{run}/bpe/sample.txt",
+        "results/{run}/bpe/words",
     log:
-        "results/{run}/logs/bpe/sample.log",
-    params:
-        max_lines=CFG["bpe"]["sample_lines"],
-        seed=CFG["bpe"]["seed"],
-    resources:
-        mem_mb=1000,
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro bpe-sample --output {output} --max-lines {params.max_lines}"
-               " --seed {params.seed} --inputs {input}", keys=["bpe.sample_lines", "bpe.seed"])
-
-
-rule bpe_learn:
-    input:
-        "results/{run}/bpe/sample.txt",
-    output:
-        model="results/{run}/bpe/spm.model",
-        vocab="results/{run}/bpe/spm.vocab",
-    log:
-        "results/{run}/logs/bpe/learn.log",
-    benchmark:
-        "results/{run}/benchmarks/bpe_learn.tsv"
-    params:
-        prefix=lambda w, output: output.model.removesuffix(".model"),
-        vocab_size=CFG["bpe"]["vocab_size"],
-        coverage=CFG["bpe"]["character_coverage"],
-        seed=CFG["bpe"]["seed"],
+        "results/{run}/logs/bpe/count.log",
     threads: CFG["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-learn --sample {input} --model-prefix {params.prefix}"
-               " --vocab-size {params.vocab_size} --character-coverage {params.coverage}"
-               " --seed {params.seed} --threads {threads}", keys=["bpe"])
+        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs {input:q}")
+
+
+rule bpe_learn:
+    input:
+        "results/{run}/bpe/words",
+    output:
+        codes="results/{run}/bpe/codes",
+        vocab="results/{run}/bpe/vocab",
+    log:
+        "results/{run}/logs/bpe/learn.log",
+    benchmark:
+        "results/{run}/benchmarks/bpe_learn.tsv"
+    params:
+        merges=CFG["bpe"]["merges"],
+    resources:
+        mem_mb=16000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro bpe-learn --words {input:q} --merges {params.merges}"
+               " --codes {output.codes:q} --vocab {output.vocab:q}", keys=["bpe.merges"])
 
 
 rule fairseq_dict:
     input:
-        "results/{run}/bpe/spm.model",
+        "results/{run}/bpe/vocab",
     output:
         "results/{run}/bin/dict.txt",
     log:
@@ -56,12 +50,12 @@ rule fairseq_dict:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-dict --model {input} --output {output}")
+        logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
 
 
 rule bpe_apply:
     input:
-        model="results/{run}/bpe/spm.model",
+        codes="results/{run}/bpe/codes",
         shards=pair_tok_shards,
     output:
         "results/{run}/bpe/train/{src}-{tgt}.{lang}",
@@ -74,5 +68,5 @@ rule bpe_apply:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-apply --model {input.model} --output {output}"
-               " --block-lines {params.block} --inputs {input.shards}", keys=["preprocess.block_lines"])
+        logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
+               " --block-lines {params.block} --inputs {input.shards:q}", keys=["preprocess.block_lines"])

@@ -8,7 +8,7 @@
 rule eval_embed:
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
-        model="results/{run}/bpe/spm.model",
+        codes="results/{run}/bpe/codes",
         encoder=encoder,
     output:
         bpe=temp("results/{run}/eval/{task}/{variant}/bpe/{name}.{lang}"),
@@ -25,7 +25,7 @@ rule eval_embed:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("(laser-repro prepare-text --model {input.model} {params.lowercase} --lang {wildcards.lang}"
+        logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase} --lang {wildcards.lang}"
                " --input {input.text} --output {output.bpe}"
                " && laser-repro embed --encoder {input.encoder} --input {output.bpe} --output {output.emb}"
                " --max-tokens {params.max_tokens} --threads {threads})", keys=["preprocess.lowercase", "embed.max_tokens"])

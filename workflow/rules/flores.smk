@@ -29,7 +29,7 @@ rule flores_select:
 rule flores_prepare:
     input:
         texts=flores_texts("raw"),
-        model=f"{RUN}/bpe/spm.model",
+        codes=f"{RUN}/bpe/codes",
     output:
         flores_texts("bpe"),
     log:
@@ -42,7 +42,7 @@ rule flores_prepare:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro prepare-text --model {input.model:q} {params.lowercase} {params.args}",
+        logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase} {params.args}",
                keys=["preprocess.lowercase"])
 
 

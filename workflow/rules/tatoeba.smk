@@ -5,7 +5,7 @@ rule tatoeba_prepare:
     input:
         xx=lambda w: tatoeba_test_file(w.lang, w.lang),
         eng=lambda w: tatoeba_test_file(w.lang, "eng"),
-        model="results/{run}/bpe/spm.model",
+        codes="results/{run}/bpe/codes",
     output:
         xx="results/{run}/tatoeba/bpe/{lang}-eng.{lang}",
         eng="results/{run}/tatoeba/bpe/{lang}-eng.eng",
@@ -17,7 +17,7 @@ rule tatoeba_prepare:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro prepare-text --model {input.model} {params.lowercase}"
+        logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang} --input {input.xx} --output {output.xx}"
                " --lang eng --input {input.eng} --output {output.eng}",
                keys=["preprocess.lowercase"], sources=True)

@@ -97,7 +97,7 @@ rule nli_binarize:
         premises="results/{run}/eval/xnli/text/train-p.eng.txt",
         hypotheses="results/{run}/eval/xnli/text/train-h.eng.txt",
         labels="results/{run}/eval/xnli/labels/train.eng.tsv",
-        model="results/{run}/bpe/spm.model",
+        codes="results/{run}/bpe/codes",
         dict="results/{run}/bin/dict.txt",
     output:
         multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
@@ -110,7 +110,7 @@ rule nli_binarize:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("(laser-repro prepare-text --model {input.model} {params.lowercase}"
+        logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang eng --input {input.premises} --output {params.prefix}.premise.bpe"
                " --lang eng --input {input.hypotheses} --output {params.prefix}.hypothesis.bpe"
                " && laser-repro binarize-nli --premise {params.prefix}.premise.bpe"
