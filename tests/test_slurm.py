@@ -34,6 +34,7 @@ TEST_CLUSTER_PROFILE = {
         # no GPU: the toy config's two CPU workers (train.cpu_processes) on the node's 2 CPUs
         "train": {"gpu": 0, "cpus_per_task": 2, "mem_mb": 4000},
         # the profile's sizes above the node's memory (sbatch would reject the job or its group)
+        "bpe_count": {"mem_mb": 4000},
         "bpe_learn": {"mem_mb": 4000},
         "bucc_mine": {"mem_mb": 4000},
         "xnli_classify": {"mem_mb": 4000},
