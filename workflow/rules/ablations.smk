@@ -10,14 +10,14 @@ rule variant_metrics:
     log:
         "results/{run}/logs/{variant}/metrics.log",
     params:
-        files=lambda w, input: " ".join(f"--{task} {' '.join(input[task])}" for task in input.keys()),
+        files=lambda w, input: " ".join(f"--{task} {' '.join(map(shlex.quote, input[task]))}" for task in input.keys()),
         flores_languages=lambda w: ("--flores-languages " + " ".join(
             lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)) if FLORES else "",
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro variant-metrics --variant {wildcards.variant} {params.files} {params.flores_languages}"
-               " --output {output}")
+               " --output {output:q}")
 
 
 rule metrics_summary:
@@ -30,7 +30,7 @@ rule metrics_summary:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro metrics-summary --metrics {input} --output {output}")
+        logged("laser-repro metrics-summary --metrics {input:q} --output {output:q}")
 
 
 rule ablation_table:
@@ -51,7 +51,7 @@ rule ablation_table:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro ablation-table --table {wildcards.n} --run-name {wildcards.run} --rows {params.rows}"
-               " --missing-tasks {params.missing} --md {output.md} --csv {output.csv} --png {output.png}")
+               " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}")
 
 
 rule ablations:
