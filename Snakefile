@@ -1,18 +1,19 @@
 # LASER (Artetxe & Schwenk, TACL 2019) end to end: corpora -> Moses -> joint BPE -> fairseq -> encoder ->
 # Tatoeba, BUCC, XNLI, MLDoc and WMT similarity -> the paper's tables.
 # Thin on purpose: rules live in workflow/rules/, logic in the laser_repro package.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from laser_repro import config as run_config
 
 min_version("9.0")
 
-configfile: "config/small.yaml"
+# The default run, unless --configfile names the config: then that file replaces it (`configfile:`
+# would merge the two). Validated once, in common.smk (laser_repro.config: errors name file, line, key).
+run_config.snakemake_default_configfile(workflow, "config/small.yaml")
 
 
 envvars:
     "PATH",
-
-
-validate(config, "workflow/schemas/config.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"

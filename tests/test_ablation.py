@@ -48,7 +48,7 @@ def test_no_ablations_means_only_the_base_model():
     ({"languages": {"subset": ["eng", "deu"]}}, "must contain the run targets; ['spa'] missing"),
     ({"languages": {"subset": ["eng", "spa", "xxq"]}}, "ablations.languages.subset[2]"),
     ({"depth": {"layers": [0]}}, "ablations.depth.layers[0]"),
-    ({"nli": {"weights": [1], "extra": 2}}, "Additional properties"),
+    ({"nli": {"weights": [1], "extra": 2}}, "ablations.nli.extra: unknown key; allowed: weights, hidden_dim"),
 ])
 def test_bad_ablation_config_is_named(ablations, message):
     with pytest.raises(config.ConfigError) as err:

@@ -267,3 +267,16 @@ def test_paper_encoder_has_52_2m_parameters_with_lasers_vocabulary():
         assert encoder.embed_tokens.weight.numel() == 23_564_800
     # what the issue measured: 50k sentencepiece pieces (+ fairseq's 4 symbols) gave 44.6M
     assert expected - (LASER_VOCABULARY - 50_004) * 320 == 44_615_936
+
+
+def test_learning_from_an_empty_words_file_names_it(tmp_path):
+    words = tmp_path / "results" / "bpe" / "words"
+    words.parent.mkdir(parents=True)
+    words.write_bytes(b"")
+    with pytest.raises(InputError) as ei:
+        cli.main(["bpe-learn", "--words", str(words), "--merges", "10",
+                  "--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab")])
+    msg = str(ei.value)
+    assert msg.startswith(f"{words}: no words to learn BPE from") and "word-count file is empty" in msg
+    assert "stats.json" in msg  # where to look: the extraction statistics of the bitexts
+    assert not (tmp_path / "codes").exists() and not (tmp_path / "vocab").exists()

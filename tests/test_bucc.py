@@ -28,6 +28,29 @@ def test_names_and_urls():
         bucc.archive_name("de", "dev")
 
 
+def test_names_from_the_config_codes_and_the_schema_templates():
+    """The workflow names BUCC files with the config's ISO 639-3 codes: bucc.py is the one place that
+    maps them to BUCC's names (also the config's language list and the url / path templates' fields)."""
+    from laser_repro import config
+
+    assert config.BUCC_LANGUAGES is bucc.LANGUAGES
+    assert list(bucc.LANGUAGES) == ["deu", "fra", "rus", "cmn"]
+    assert bucc.archive_name("deu", "training") == bucc.archive_name("de", "training")
+    assert bucc.member_name("cmn", "test", "eng") == "bucc2018/zh-en/zh-en.test.en"
+    assert bucc.member_name("rus", "training", "rus") == "bucc2018/ru-en/ru-en.training.ru"
+    assert bucc.member_name("fra", "training", "gold") == "bucc2018/fr-en/fr-en.training.gold"
+    with pytest.raises(ValueError, match="non-English"):
+        bucc.archive_name("eng", "test")
+    with pytest.raises(ValueError, match="side"):
+        bucc.member_name("deu", "test", "fra")
+    schema = config.load_schema()["properties"]["evaluation"]["properties"]["bucc"]["properties"]
+    for xx in bucc.LANGUAGES:
+        for split in ("training", "test"):
+            fields = {"xx": bucc.bucc_code(xx), "split": bucc.ARCHIVE_SPLITS[split]}
+            assert schema["url"]["default"].format(**fields) == bucc.archive_url(xx, split)
+            assert schema["path"]["default"].format(root="R", **fields) == f"R/bucc2018/{bucc.archive_name(xx, split)}"
+
+
 def lines(*texts):
     return list(enumerate(texts, start=1))
 
@@ -47,6 +70,13 @@ def test_dedup_and_id_mapping():
     pairs, scores = bucc.candidate_pairs(cands, sents, en)
     assert pairs == [("de-2", "en-2"), ("de-4", "en-3"), ("de-2", "en-3")]
     np.testing.assert_array_equal(scores, [1.2, 1.1, 1.0])
+
+
+def test_control_characters_are_spaces():
+    """As every stage (textio.one_line): C0 / C1 control characters but tab, and LS / PS."""
+    sents = bucc.parse_sentences(lines("de-1\tdrei vier", "de-2\t\x00drei\x7fvier\u2029", "de-3\ta\x01b\x9fc\td"), "x")
+    assert sents.sentences == ["drei vier", "a b c\td"]
+    assert sents.rows == [0, 0, 1]
 
 
 @pytest.mark.parametrize("bad,message", [

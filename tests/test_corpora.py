@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from laser_repro.corpora import (
+    OPUS_BASE_URL,
     CorpusError,
     PairFilter,
     extract_nway_pair,
@@ -22,9 +23,11 @@ from laser_repro.corpora import (
     load_tatoeba_test_files,
     normalize_for_exclusion,
     opus_moses_members,
+    opus_moses_path,
     opus_moses_url,
     read_local_bitext,
 )
+from laser_repro.textio import one_line
 
 Q = dict(progress=False)
 
@@ -78,6 +81,18 @@ def test_opus_url_and_members():
     assert opus_moses_members("Tatoeba", "en", "de") == ("Tatoeba.de-en.en", "Tatoeba.de-en.de")
     with pytest.raises(ValueError):
         opus_moses_url("X", "v1", "en", "en")
+    assert opus_moses_path("Tatoeba", "v1", "en", "de") == "OPUS-Tatoeba/v1/moses/de-en.txt.zip"
+
+
+def test_one_opus_base_url():
+    """corpora.OPUS_BASE_URL is the default of `laser-repro fetch --base-url` and of the config's
+    opus.base_url (a schema default in YAML: checked here)."""
+    from laser_repro import cli, config
+
+    assert OPUS_BASE_URL == "https://object.pouta.csc.fi"
+    assert config.load_schema()["properties"]["opus"]["properties"]["base_url"]["default"] == OPUS_BASE_URL
+    args = cli.build_parser().parse_args(["fetch", "--url", "u", "--dest", "d"])
+    assert args.base_url == OPUS_BASE_URL
 
 
 # --------------------------------------------------------------------------- OPUS extraction
@@ -136,6 +151,28 @@ def test_line_break_characters_and_crlf(tmp_path):
     assert lines(tmp_path / "t") == ["x", "y z", "p", "q", "r s"]
     # the outputs stay aligned under universal-newline readers
     assert len((tmp_path / "s").read_text().splitlines()) == len((tmp_path / "t").read_text().splitlines()) == 5
+
+
+def test_one_line_is_the_cleaner_of_every_stage():
+    """textio.one_line: C0 / C1 control characters but tab, and LS / PS, become spaces; then strip.
+    Every character str.splitlines breaks on is among them, and all are non-printable (the fast path)."""
+    cleaned = {c for c in range(0x110000) if c != 0x20 and one_line(f"a{chr(c)}b") == "a b"}
+    expected = {*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029}
+    assert cleaned == expected
+    assert all(len(f"a{chr(c)}b".splitlines()) == 1 for c in range(0x110000) if c not in expected)
+    assert not any(chr(c).isprintable() for c in expected)
+    assert one_line("\x00 tab\tkept\x9f ") == "tab\tkept"
+    assert one_line("plain text") == "plain text"
+    assert normalize_for_exclusion("\x01a \x7f  b\u2029") == "a b"
+
+
+def test_other_control_characters_become_spaces(tmp_path):
+    z = make_opus_zip(tmp_path / "c.zip", "C", "en", "fr", ["a\x01b", "\x00\x00", "tab\tkept"],
+                      ["x\x7fy\x9fz", "n", "t"])
+    st = extract_opus_moses(z, "C", "en", "fr", tmp_path / "s", tmp_path / "t", **Q)
+    assert (st["written"], st["dropped_empty"]) == (2, 1)
+    assert lines(tmp_path / "s") == ["a b", "tab\tkept"]
+    assert lines(tmp_path / "t") == ["x y z", "t"]
 
 
 def test_bom_on_first_line_is_removed(tmp_path):
@@ -503,3 +540,89 @@ def test_absent_pair_record_gives_empty_bitext_with_reason(tmp_path):
     assert stats["written"] == 0 and stats["absent_on_server"].startswith(url)
     assert (tmp_path / "o.kzj").read_bytes() == b"" and (tmp_path / "o.es").read_bytes() == b""
 
+
+
+# --------------------------------------------------------------------------- empty pairs (laser-repro extract)
+
+
+def _extract_cli(tmp_path, *args):
+    from laser_repro import cli
+
+    out = tmp_path / "results" / "corpora" / "Mycorpus"
+    argv = ["extract", "--src", "deu", "--tgt", "eng", *args,
+            "--out-src", str(out / "deu-eng.deu"), "--out-tgt", str(out / "deu-eng.eng"),
+            "--stats", str(out / "deu-eng.stats.json")]
+    cli.main(argv)
+    return out
+
+
+def test_cli_extract_all_pairs_filtered_fails_naming_corpus_pair_files_and_filter(tmp_path):
+    src, tgt = tmp_path / "in.deu", tmp_path / "in.eng"
+    src.write_text("x" * 50 + "\n" + "y" * 60 + "\n\n", encoding="utf-8")
+    tgt.write_text("a\nb\nc\n", encoding="utf-8")
+    with pytest.raises(CorpusError) as ei:
+        _extract_cli(tmp_path, "--corpus", "Mycorpus", "--src-file", str(src), "--tgt-file", str(tgt),
+                     "--max-chars", "40")
+    msg = str(ei.value)
+    assert "Mycorpus" in msg and "deu-eng" in msg and str(src) in msg and str(tgt) in msg
+    assert "all 3 pairs" in msg and "2 by dropped_long" in msg and "max_chars=40" in msg
+    assert "1 by dropped_empty" in msg and "leave this pair out" in msg
+    assert "allow_absent_pairs" not in msg  # only for OPUS corpora (see the absent-record test)
+    out = tmp_path / "results" / "corpora" / "Mycorpus"
+    assert not (out / "deu-eng.stats.json").exists() and not (out / "deu-eng.deu").exists()
+
+
+def test_cli_extract_empty_files_fail_and_corpus_defaults_to_output_directory(tmp_path):
+    src, tgt = tmp_path / "in.deu", tmp_path / "in.eng"
+    src.write_bytes(b"")
+    tgt.write_bytes(b"")
+    with pytest.raises(CorpusError, match=r"corpus 'Mycorpus', pair deu-eng: .*no lines.*empty"):
+        _extract_cli(tmp_path, "--src-file", str(src), "--tgt-file", str(tgt))
+    # every line held out (--skip-lines) says so
+    src.write_text("a\nb\n", encoding="utf-8")
+    tgt.write_text("c\nd\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match="held-out"):
+        _extract_cli(tmp_path, "--src-file", str(src), "--tgt-file", str(tgt), "--skip-lines", "0", "5")
+
+
+def test_cli_extract_empty_pair_allowed_is_flagged_absent_with_a_warning(tmp_path, caplog):
+    import json
+    import logging
+
+    z = make_opus_zip(tmp_path / "de-en.txt.zip", "Tatoeba", "de", "en", ["", " "], ["x", "y"])
+    with caplog.at_level(logging.WARNING):
+        out = _extract_cli(tmp_path, "--opus-zip", str(z), "--opus-corpus", "Tatoeba", "--src-code", "de",
+                           "--tgt-code", "en", "--absent-ok")
+    stats = json.loads((out / "deu-eng.stats.json").read_text())
+    assert stats["absent"] is True and stats["written"] == 0 and stats["dropped_empty"] == 2
+    assert "dropped_empty" in stats["absent_reason"]
+    assert (out / "deu-eng.deu").read_bytes() == b"" and (out / "deu-eng.eng").read_bytes() == b""
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("Mycorpus" in m and "deu-eng" in m and "Tatoeba.de-en.de" in m for m in warned), warned
+
+
+def test_cli_extract_absent_record_needs_absent_ok(tmp_path):
+    import json
+
+    from laser_repro.corpora import write_absent_pair_record
+
+    url = "https://object.pouta.csc.fi/OPUS-Tatoeba/v1/moses/de-en.txt.zip"
+    record = tmp_path / "de-en.txt.zip"
+    write_absent_pair_record(record, url)
+    args = ("--opus-zip", str(record), "--opus-corpus", "Tatoeba", "--src-code", "de", "--tgt-code", "en")
+    with pytest.raises(CorpusError, match=r"(?s)Mycorpus.*deu-eng.*404.*allow_absent_pairs.*delete"):
+        _extract_cli(tmp_path, *args)
+    out = _extract_cli(tmp_path, *args, "--absent-ok")
+    stats = json.loads((out / "deu-eng.stats.json").read_text())
+    assert stats["absent"] is True and stats["absent_on_server"].startswith(url)
+
+
+def test_control_character_only_lines_count_as_empty(tmp_path):
+    src = [b"\x00\x00\x00", b"ok", b" \x00 \t\x00", b"a\x00b", b"\x1f\x7f", b"fine"]
+    tgt = [b"one", b"two", b"three", b"four", b"five", "\u0085\u2028".encode()]
+    z = make_opus_zip(tmp_path / "c.zip", "C", "en", "fr", src, tgt)
+    st = extract_opus_moses(z, "C", "en", "fr", tmp_path / "s", tmp_path / "t", **Q)
+    assert st["dropped_empty"] == 4 and st["written"] == 2
+    assert lines(tmp_path / "s") == ["ok", "a b"]
+    assert lines(tmp_path / "t") == ["two", "four"]
+    assert normalize_for_exclusion(" a\x00 b\x00") == "a b"

@@ -387,3 +387,74 @@ def test_cli_fetch_404_is_an_error_unless_absent_pairs_allowed(server, tmp_path)
     cli.main(["fetch", "--url", url, "--dest", str(dest), "--retries", "0", "--absent-ok"])
     with zipfile.ZipFile(dest) as zf:
         assert absent_pair_url(zf).startswith(url)
+
+
+def test_cli_fetch_file_missing_from_mirror_directory_counts_as_absent(tmp_path):
+    from laser_repro import cli
+    from laser_repro.corpora import absent_pair_url
+    from laser_repro.download import NotFoundError
+
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    url = opus_moses_url("Tatoeba", "v1", "kzj", "en", base_url=BASE)
+    dest = tmp_path / "res" / "en-kzj.txt.zip"
+    argv = ["fetch", "--url", url, "--dest", str(dest), "--retries", "0", "--mirror", str(mirror), "--base-url", BASE]
+    with pytest.raises(NotFoundError, match="does not exist"):
+        cli.main(argv)
+    assert not dest.exists()
+    cli.main(argv + ["--absent-ok"])
+    with zipfile.ZipFile(dest) as zf:
+        reason = absent_pair_url(zf)
+    assert reason.startswith(str(mirror)) and "mirror" in reason
+    # a mirror directory that does not exist at all is a configuration error, not an absent pair
+    dest.unlink()
+    bad = ["fetch", "--url", url, "--dest", str(dest), "--mirror", str(tmp_path / "nope"), "--base-url", BASE]
+    with pytest.raises(DownloadError, match=r"mirror directory .*nope.* does not exist"):
+        cli.main(bad + ["--absent-ok"])
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("via", ["directory", "http"])
+def test_archive_that_does_not_open_is_not_kept(server, tmp_path, via):
+    zpath = server.root / "de-en.txt.zip"
+    _opus_zip(zpath, "Tatoeba", "de", "en", 50)
+    good = zpath.read_bytes()
+    zpath.write_bytes(good[: len(good) // 2])  # a truncated copy on the mirror
+    url = str(zpath) if via == "directory" else f"{server.url}/files/de-en.txt.zip"
+    dest = tmp_path / "resources" / "de-en.txt.zip"
+    with pytest.raises(DownloadError, match="not a valid zip archive") as ei:
+        fetch(url, dest, retries=0, **FAST)
+    assert url in str(ei.value) and str(dest) in str(ei.value)
+    _no_leftovers(dest)
+    zpath.write_bytes(good)  # the mirror is fixed: the next fetch succeeds
+    assert fetch(url, dest, retries=0, **FAST) == dest
+    with zipfile.ZipFile(dest) as zf:
+        assert zf.testzip() is None
+
+
+def test_tarball_and_gzip_are_verified_before_commit(tmp_path):
+    import gzip
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        data = bytes(range(256)) * 4000
+        info = tarfile.TarInfo("flores200_dataset/dev/x.dev")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    blob = buf.getvalue()
+    src = tmp_path / "archive.tar.gz"
+    src.write_bytes(blob[: len(blob) - 200])
+    dest = tmp_path / "res" / "archive.tar.gz"
+    with pytest.raises(DownloadError, match="not a valid tar archive"):
+        fetch(src, dest, **FAST)
+    _no_leftovers(dest)
+    src.write_bytes(blob)
+    fetch(src, dest, **FAST)
+    assert dest.read_bytes() == blob
+    gz = tmp_path / "t.txt.gz"
+    gz.write_bytes(gzip.compress(b"hello\n" * 1000)[:-30])
+    with pytest.raises(DownloadError, match="gzip"):
+        fetch(gz, tmp_path / "res" / "t.txt.gz", **FAST)
+    _no_leftovers(tmp_path / "res" / "t.txt.gz")

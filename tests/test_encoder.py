@@ -225,3 +225,34 @@ def test_export_random_model_parity(tmp_path):
         diff = float(np.abs(enc.embed(lines, max_tokens=max_tokens) - reference).max())
         print(f"random init, max_tokens={max_tokens}: max |diff| = {diff:.2e}")
         assert diff <= 1e-5
+
+
+def test_truncated_encoder_file_is_named_with_how_to_rebuild(tmp_path):
+    from laser_repro.checkpoint_safety import CorruptFileError
+
+    good = write_standalone(tmp_path / "good.pt").read_bytes()
+    enc = tmp_path / "encoder.pt"
+    for cut in (len(good) // 2, len(good) - 10, 100, 0):
+        enc.write_bytes(good[:cut])
+        with pytest.raises(CorruptFileError) as ei:
+            SentenceEncoder.load(enc)
+        msg = str(ei.value)
+        assert str(enc) in msg and "truncated or corrupt" in msg and "delete" in msg, (cut, msg)
+    assert ei.value.__cause__ is not None
+    # a refused (non-allowlisted) pickle keeps its type, and now names the file
+    torch.save({"params": SimpleNamespace(a=1)}, tmp_path / "ns.pt")
+    with pytest.raises(pickle.UnpicklingError, match="ns.pt"):
+        SentenceEncoder.load(tmp_path / "ns.pt")
+
+
+def test_truncated_training_checkpoint_is_named(tmp_path):
+    from laser_repro import fairseq_bridge
+    from laser_repro.checkpoint_safety import CorruptFileError
+
+    good = write_standalone(tmp_path / "good.pt").read_bytes()
+    ckpt = tmp_path / "checkpoint_last.pt"
+    ckpt.write_bytes(good[: len(good) // 2])
+    with pytest.raises(CorruptFileError, match=r"checkpoint_last\.pt.*truncated or corrupt.*delete"):
+        fairseq_bridge.load_checkpoint(ckpt)
+    with pytest.raises(FileNotFoundError):
+        fairseq_bridge.load_checkpoint(tmp_path / "missing.pt")

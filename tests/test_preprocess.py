@@ -507,9 +507,9 @@ def test_empty_file(tmp_path):
     assert out.read_bytes() == b""
 
 
-def test_cli(tmp_path):
+def test_preprocess_file_greek(tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("Η Αθήνα, σήμερα.\n", encoding="utf-8")
     out = tmp_path / "out.txt"
-    assert pp.main([str(src), str(out), "--lang", "el", "--quiet"]) == 0
+    assert preprocess_file(src, out, preprocessor_for("el"), progress=False) == {"lines": 1, "empty_after": 0}
     assert out.read_text(encoding="utf-8") == "i athina , simera .\n"

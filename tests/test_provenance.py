@@ -145,7 +145,7 @@ def test_lineage_text_and_json(chain, capsys):
     assert any(line.lstrip("│├└─ ").startswith("a.txt  " + sha("a.txt")[:12] + "  make_a  [ok]") for line in lines)
     raw_lines = [line for line in lines if "raw.txt  raw " in line]
     assert raw_lines and all(RAW_URL in line and sha("raw.txt") in line for line in raw_lines)
-    assert lines[-1] == "5 nodes, 1 raw files, 0 changed"
+    assert lines[-1] == "5 nodes, 1 raw files, 0 changed, 0 without a record"
 
     assert run_cli("lineage", "table.md", "--json") == 0
     result = json.loads(capsys.readouterr().out)
@@ -155,8 +155,9 @@ def test_lineage_text_and_json(chain, capsys):
     a = next(n for n in b["inputs"] if n["path"] == "a.txt")
     raw = a["inputs"][0]
     assert raw == {"path": "raw.txt", "sha256": sha("raw.txt"), "recorded_sha256": sha("raw.txt"),
-                   "rule": None, "raw": True, "url": RAW_URL, "status": "ok"}
-    assert result["summary"] == {"nodes": 5, "raw": 1, "changed": 0}
+                   "rule": None, "raw": True, "recorded": False, "url": RAW_URL, "status": "ok"}
+    assert tree["recorded"] is True
+    assert result["summary"] == {"nodes": 5, "raw": 1, "changed": 0, "unrecorded": 0}
 
 
 def test_lineage_shared_subtree_printed_once(chain, capsys):
@@ -185,7 +186,7 @@ def test_lineage_changed_file(chain, capsys):
     out = capsys.readouterr().out
     a_line = next(line for line in out.splitlines() if "a.txt" in line)
     assert "[changed]" in a_line and sha("a.txt")[:12] in a_line
-    assert out.splitlines()[-1].endswith("1 changed")
+    assert out.splitlines()[-1].endswith("1 changed, 0 without a record")
 
 
 def test_lineage_walks_through_deleted_temp_file(chain, capsys):
@@ -205,11 +206,83 @@ def test_lineage_from_another_directory(chain, monkeypatch, capsys):
     """Recorded paths are relative to the workflow root, found from the sidecar's location."""
     monkeypatch.chdir(chain.parent)
     assert run_cli("lineage", str(Path(chain.name) / "table.md")) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "5 nodes, 1 raw files, 0 changed"
+    assert capsys.readouterr().out.splitlines()[-1] == "5 nodes, 1 raw files, 0 changed, 0 without a record"
 
 
 def test_lineage_without_sidecar(chain, capsys):
     assert run_cli("lineage", "raw.txt") != 0
+
+
+@pytest.fixture
+def workflow_tree(tmp_path, monkeypatch):
+    """A workflow root with the kinds of raw inputs and a workflow output that has no record:
+
+        resources/dl.txt         download: record without inputs (--source on its own record)
+        data/corpus.txt          under data_root: no record, its consumer records its URL
+        data/licensed.txt        under data_root: no record, no public URL (e.g. MLDoc)
+        results/run/orphan.txt   made by the workflow but without a record
+        results/run/a.txt   <- resources/dl.txt, data/corpus.txt, data/licensed.txt
+        results/run/table.md <- results/run/a.txt, results/run/orphan.txt
+    """
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(provenance, "CODE_DIR", str(tmp_path))
+    for d in ("resources", "data", "results/run"):
+        Path(d).mkdir(parents=True)
+    Path("resources/dl.txt").write_text("downloaded\n")
+    step("download", [], ["resources/dl.txt"], None, "--source", f"resources/dl.txt={RAW_URL}")
+    Path("data/corpus.txt").write_text("corpus\n")
+    Path("data/licensed.txt").write_text("licensed\n")
+    step("make_a", ["resources/dl.txt", "data/corpus.txt", "data/licensed.txt"], ["results/run/a.txt"], None,
+         "--source", f"data/corpus.txt={RAW_URL}.corpus")
+    Path("results/run/orphan.txt").write_text("made without a record\n")
+    step("table", ["results/run/a.txt", "results/run/orphan.txt"], ["results/run/table.md"])
+    return tmp_path
+
+
+def _nodes(tree):
+    yield tree
+    for kid in tree.get("inputs", []):
+        yield from _nodes(kid)
+
+
+def test_lineage_flags_a_workflow_output_without_record(workflow_tree, capsys):
+    assert run_cli("lineage", "results/run/table.md") == 1
+    lines = capsys.readouterr().out.splitlines()
+    orphan = next(line for line in lines if "orphan.txt" in line)
+    assert "[no record]" in orphan and "raw" not in orphan and "no provenance record" in orphan
+    assert lines[-1] == "6 nodes, 3 raw files, 0 changed, 1 without a record"
+    assert run_cli("lineage", "results/run/table.md", "--json") == 1
+    result = json.loads(capsys.readouterr().out)
+    nodes = {n["path"]: n for n in _nodes(result["tree"])}
+    assert nodes["results/run/orphan.txt"]["status"] == "no record" and not nodes["results/run/orphan.txt"]["raw"]
+    assert nodes["results/run/orphan.txt"]["sha256"] == sha("results/run/orphan.txt")
+    assert result["summary"] == {"nodes": 6, "raw": 3, "changed": 0, "unrecorded": 1}
+    # the raw inputs: a download (its own record, no inputs), a data_root file with a URL, one without
+    assert nodes["resources/dl.txt"]["raw"] and nodes["resources/dl.txt"]["rule"] == "download"
+    assert nodes["resources/dl.txt"]["url"] == RAW_URL and nodes["resources/dl.txt"]["status"] == "ok"
+    assert nodes["data/corpus.txt"]["raw"] and nodes["data/corpus.txt"]["url"] == RAW_URL + ".corpus"
+    assert nodes["data/licensed.txt"]["raw"] and nodes["data/licensed.txt"]["status"] == "ok"
+    assert run_cli("lineage", "results/run/a.txt") == 0
+
+
+def test_lineage_flags_a_sidecar_that_does_not_record_the_file(workflow_tree, capsys):
+    """A sidecar that is unreadable, or is not the record of its file (copied from another output):
+    no record, wherever the file is."""
+    Path("data/licensed.txt.prov.json").write_text(Path("results/run/a.txt.prov.json").read_text())
+    assert run_cli("lineage", "results/run/a.txt") == 1
+    line = next(line for line in capsys.readouterr().out.splitlines() if "licensed.txt" in line)
+    assert "[no record]" in line
+    Path("data/licensed.txt.prov.json").write_text("{not json")
+    assert run_cli("lineage", "results/run/a.txt") == 1
+
+
+def test_lineage_changed_file_without_record_is_changed(workflow_tree, capsys):
+    Path("results/run/orphan.txt").write_text("edited\n")
+    assert run_cli("lineage", "results/run/table.md", "--json") == 1
+    result = json.loads(capsys.readouterr().out)
+    orphan = next(n for n in _nodes(result["tree"]) if n["path"] == "results/run/orphan.txt")
+    assert orphan["status"] == "changed" and orphan["recorded"] is False
+    assert result["summary"]["changed"] == 1 and result["summary"]["unrecorded"] == 1
 
 
 def scramble(paths):

@@ -144,9 +144,10 @@ def test_xnli_format_errors_name_file_and_line(tmp_path):
 
 
 def test_sentences_stay_on_one_line(tmp_path):
-    z = _raw(tmp_path, _row(s1="one\u2028two\rthree", s2=" padded "))
+    z = _raw(tmp_path, _row(s1="one\u2028two\rthree\x00four\x7ffive\x9f", s2=" padded\x01 "))
     pairs = xnli.read_xnli(z, "test", "eng")
-    assert (pairs[0].premise, pairs[0].hypothesis) == ("one two three", "padded")
+    # control characters (C0 / C1 but tab, which separates the columns) and LS / PS: spaces (textio.one_line)
+    assert (pairs[0].premise, pairs[0].hypothesis) == ("one two three four five", "padded")
 
 
 # --------------------------------------------------------------------------- MultiNLI

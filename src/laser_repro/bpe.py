@@ -413,8 +413,11 @@ def learn(codes_path: Path | str, vocab_path: Path | str, *, merges: int, words_
         learned = learn_codes(word_counts(), merges)
     except InputError:
         raise
-    except ValueError as err:   # no words
-        raise ValueError(f"{source}: {err}") from None
+    except ValueError:   # no words
+        what = "the word-count file is empty" if words_path is not None else "the text files have no word"
+        raise InputError(f"{source}: no words to learn BPE from: {what}. Is every training bitext "
+                         f"empty? See the extraction statistics results/<run>/corpora/*/*.stats.json "
+                         f"('written': 0, 'absent': true)") from None
     vocab = learned.vocab if learned.vocab is not None else vocab_from_codes(learned.codes, word_counts())
     write_codes(learned.codes, codes_path)
     write_vocab(vocab, vocab_path)

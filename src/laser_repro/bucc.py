@@ -20,48 +20,58 @@ gold is private; the organisers score the submission). The threshold is kept at 
 Sentence handling, as LASER's bucc.py: a sentence is its text stripped of surrounding
 whitespace; sentences with the same text share one embedding row; a row whose text carries
 several ids is ambiguous and all its candidate pairs are dropped (LASER deletes repeated
-sentences from its text -> id map), so its gold pairs can only count as misses. Characters that
-other tools read as line breaks (CR, VT, FF, FS, GS, RS, NEL, LS, PS) are replaced by a space so
-that the one-sentence-per-line files cannot misalign.
+sentences from its text -> id map), so its gold pairs can only count as misses. Control characters
+(C0 / C1 but tab: among them those other tools read as line breaks, CR, VT, FF, FS, GS, RS, NEL) and
+LS, PS are replaced by a space (:func:`laser_repro.textio.one_line`) so that the
+one-sentence-per-line files cannot misalign.
 """
 from __future__ import annotations
 
 import json
 import logging
-import lzma
 import os
 import re
 import tarfile
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from laser_repro.textio import InputError, atomic_output, decode_lines, iter_lines, read_json, write_json
+from laser_repro.archives import TAR_ERRORS, norm_member
+from laser_repro.textio import InputError, atomic_output, decode_lines, iter_lines, one_line, read_json, write_json
 
 log = logging.getLogger(__name__)
 
-LANGS = ("de", "fr", "ru", "zh")
+#: the four BUCC 2018 languages, each paired with English: ISO 639-3 code (the config's) -> BUCC's code
+LANGUAGES = {"deu": "de", "fra": "fr", "rus": "ru", "cmn": "zh"}
 SPLITS = ("sample", "training", "test")
+#: split -> its name in the archive names (the ``{split}`` of the evaluation.bucc url / path templates)
+ARCHIVE_SPLITS = {"sample": "sample-gold", "training": "training-gold", "test": "test"}
 BASE_URL = "https://comparable.limsi.fr/bucc2018"
-_ARCHIVE_SUFFIX = {"sample": "sample-gold", "training": "training-gold", "test": "test"}
-_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError)
+
+
+def bucc_code(lang: str) -> str:
+    """BUCC's code of a language: an ISO 639-3 code of :data:`LANGUAGES` (``deu`` -> ``de``), ``eng``
+    -> ``en``; any other code (BUCC's own, ``de``) as it is."""
+    return "en" if lang == "eng" else LANGUAGES.get(lang, lang)
 
 
 def _check_lang_split(lang: str, split: str) -> None:
     if split not in SPLITS:
         raise ValueError(f"BUCC split must be one of {', '.join(SPLITS)}, not {split!r}")
     if not re.fullmatch(r"[a-z]{2,3}", lang or "") or lang == "en":
-        raise ValueError(f"BUCC language must be a non-English code such as {', '.join(LANGS)}, not {lang!r}")
+        raise ValueError(f"BUCC language must be a non-English code such as "
+                         f"{', '.join(LANGUAGES.values())}, not {lang!r}")
 
 
 def archive_name(lang: str, split: str) -> str:
-    """``bucc2018-de-en.training-gold.tar.bz2`` (sample, training) or ``bucc2018-de-en.test.tar.bz2``."""
+    """``bucc2018-de-en.training-gold.tar.bz2`` (sample, training) or ``bucc2018-de-en.test.tar.bz2``.
+
+    ``lang``: BUCC's code (``de``) or the ISO 639-3 one (``deu``, see :func:`bucc_code`)."""
+    lang = bucc_code(lang)
     _check_lang_split(lang, split)
-    return f"bucc2018-{lang}-en.{_ARCHIVE_SUFFIX[split]}.tar.bz2"
+    return f"bucc2018-{lang}-en.{ARCHIVE_SPLITS[split]}.tar.bz2"
 
 
 def archive_url(lang: str, split: str, base_url: str = BASE_URL) -> str:
@@ -69,7 +79,11 @@ def archive_url(lang: str, split: str, base_url: str = BASE_URL) -> str:
 
 
 def member_name(lang: str, split: str, side: str) -> str:
-    """Tar member of one side (`lang`, ``en``) or of the gold (``gold``) of a split."""
+    """Tar member of one side (`lang`, ``en``) or of the gold (``gold``) of a split.
+
+    ``lang`` and ``side``: BUCC's codes (``de``, ``en``) or ISO 639-3 ones (``deu``, ``eng``)."""
+    lang = bucc_code(lang)
+    side = side if side == "gold" else bucc_code(side)
     _check_lang_split(lang, split)
     if side not in (lang, "en", "gold"):
         raise ValueError(f"BUCC member side must be {lang!r}, 'en' or 'gold', not {side!r}")
@@ -81,16 +95,10 @@ def member_name(lang: str, split: str, side: str) -> str:
 # --------------------------------------------------------------------------- reading
 
 
-def _norm_member(name: str) -> str:
-    while name.startswith("./"):
-        name = name[2:]
-    return name
-
-
 def iter_member_lines(archive: str | os.PathLike, member: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of a tar member, streamed and decoded as strict UTF-8 ('\\n' ends a line;
     a BOM on line 1 is dropped). Errors name the archive, the member and the line."""
-    archive, wanted = Path(archive), _norm_member(member)
+    archive, wanted = Path(archive), norm_member(member)
     where = f"{archive}:{wanted}"
     if not archive.is_file():
         raise InputError(f"{archive}: no such file")
@@ -99,7 +107,7 @@ def iter_member_lines(archive: str | os.PathLike, member: str) -> Iterator[tuple
     try:
         with tarfile.open(archive, mode="r|*") as tf:
             for info in tf:
-                name = _norm_member(info.name)
+                name = norm_member(info.name)
                 if name != wanted:
                     seen.append(name)
                     continue
@@ -112,7 +120,7 @@ def iter_member_lines(archive: str | os.PathLike, member: str) -> Iterator[tuple
                 return
     except InputError:
         raise
-    except _TAR_ERRORS as err:
+    except TAR_ERRORS as err:
         raise InputError(f"{archive}: truncated or corrupt archive (member {wanted}, after line {number}): {err}") from None
     raise InputError(f"{archive}: no member {wanted!r} among {len(seen)} entries, e.g. {seen[:8]}")
 
@@ -122,13 +130,6 @@ def _file_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
         if number == 1 and line.startswith("\ufeff"):
             line = line[1:]
         yield number, line
-
-
-def clean_sentence(text: str) -> str:
-    """Text as compared and embedded: line-break characters -> space, surrounding whitespace stripped."""
-    if not text.isprintable():
-        text = _LINE_BREAKS.sub(" ", text)
-    return text.strip()
 
 
 @dataclass
@@ -169,7 +170,7 @@ def parse_sentences(lines: Iterable[tuple[int, str]], where: str) -> BuccSentenc
         if ident in first_line:
             raise InputError(f"{where}: line {number}: id {ident!r} already on line {first_line[ident]}")
         first_line[ident] = number
-        text = clean_sentence(text)
+        text = one_line(text)
         row = row_of.setdefault(text, len(out.sentences))
         if row == len(out.sentences):
             out.sentences.append(text)
@@ -182,12 +183,7 @@ def parse_sentences(lines: Iterable[tuple[int, str]], where: str) -> BuccSentenc
 
 def read_sentences(archive: str | os.PathLike, member: str) -> BuccSentences:
     """Sentences of one tar member (streamed; see :func:`parse_sentences`)."""
-    return parse_sentences(iter_member_lines(archive, member), f"{archive}:{_norm_member(member)}")
-
-
-def read_sentences_file(path: str | os.PathLike) -> BuccSentences:
-    """Same as :func:`read_sentences` for an extracted file."""
-    return parse_sentences(_file_lines(path), str(path))
+    return parse_sentences(iter_member_lines(archive, member), f"{archive}:{norm_member(member)}")
 
 
 def write_sentences(sents: BuccSentences, sentences_path, ids_path) -> None:
@@ -248,7 +244,7 @@ def read_gold(path: str | os.PathLike) -> set[tuple[str, str]]:
 
 
 def read_gold_member(archive: str | os.PathLike, member: str) -> set[tuple[str, str]]:
-    return parse_gold(iter_member_lines(archive, member), f"{archive}:{_norm_member(member)}")
+    return parse_gold(iter_member_lines(archive, member), f"{archive}:{norm_member(member)}")
 
 
 # --------------------------------------------------------------------------- scoring

@@ -27,18 +27,17 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
+from laser_repro.config import ConfigError
+
 log = logging.getLogger(__name__)
 
 EVAL_BATCH_SIZE = 2048
-
-
-class ConfigError(ValueError):
-    """Bad classifier configuration; the message names the key."""
 
 
 # --------------------------------------------------------------------------- features
@@ -336,10 +335,47 @@ def evaluate(model: nn.Module, tests: Mapping[str, FeatureSet]) -> dict[str, flo
     return {name: accuracy(model, data) for name, data in tests.items()}
 
 
+def selection_record(selection: Selection, config: ClassifierConfig, test_accuracy: Mapping[str, float], *,
+                     settings_source: str) -> dict:
+    """What a task's scores document says about its classifier: seed and threads, how the model was
+    selected (``settings_source``: where the settings come from), the selected hyperparameters and
+    epoch, the English dev accuracy, every trial, and the test accuracies."""
+    best = selection.best
+    return {
+        "seed": config.seed,
+        "threads": threads(),
+        "selection": "best English dev accuracy over the grid and the epochs",
+        "settings_source": settings_source,
+        "hyperparameters": {**best.hparams.as_dict(), "selected_epoch": best.best_epoch},
+        "dev_accuracy": best.dev_accuracy,
+        "trials": selection.trials,
+        "test_accuracy": test_accuracy,
+    }
+
+
 def set_threads(n: int | None) -> None:
     """Intra-op threads for CPU training; keep it fixed to reproduce results bit for bit."""
     if n:
         torch.set_num_threads(int(n))
+
+
+def threads() -> int:
+    """Intra-op threads torch uses (recorded with the scores: they change floating-point sums)."""
+    return torch.get_num_threads()
+
+
+def _tests_by_language(entries: Sequence[Sequence[str]], command: str, files: Callable) -> dict:
+    """The ``--test LANG PATH...`` options of an `*-classify` command: ``{LANG: files(*PATHs)}`` (as
+    Paths), in the order given. An unknown language code, or one given twice, stops the command."""
+    from laser_repro import languages
+
+    tests = {}
+    for lang, *paths in entries:
+        languages.get(lang)
+        if lang in tests:
+            raise SystemExit(f"{command}: language {lang} given twice with --test")
+        tests[lang] = files(*map(Path, paths))
+    return tests
 
 
 def config_from_cli(params, defaults: Mapping, seed: int | None) -> "ClassifierConfig":
@@ -349,3 +385,17 @@ def config_from_cli(params, defaults: Mapping, seed: int | None) -> "ClassifierC
     if seed is not None:
         config = ClassifierConfig(config.base, config.grid, seed, config.options)
     return config
+
+
+def run_classify_command(a, command: str, defaults: Mapping, files: Callable,
+                         classify: Callable[[dict, ClassifierConfig], dict]) -> None:
+    """An `*-classify` command (xnli-classify, mldoc-classify): the settings (``--params`` over the
+    task's ``defaults``, ``--seed``), ``--threads``, the ``--test`` languages (``files(*paths)`` each);
+    ``classify(tests, config)`` gives the scores, written to ``--scores`` with the settings."""
+    from laser_repro.textio import write_json
+
+    config = config_from_cli(a.params, defaults, a.seed)
+    set_threads(a.threads)
+    scores = classify(_tests_by_language(a.test, command, files), config)
+    scores["config"] = config.as_dict()
+    write_json(a.scores, scores)

@@ -31,6 +31,10 @@ def cmd_fetch(a):
     from laser_repro import download
 
     url = download.resolve_mirror(a.url, a.mirror, a.base_url) if a.mirror else a.url
+    local_mirror = a.mirror and not download.is_url(a.mirror)
+    if local_mirror and not Path(a.mirror).expanduser().is_dir():
+        # not an absent pair: every file would be "absent" from a mistyped mirror path
+        raise download.DownloadError(f"mirror directory {a.mirror} does not exist (--mirror, config opus.mirror)")
     try:
         record = download.fetch_with_record(url, Path(a.dest), sha256=a.sha256, retries=a.retries)
     except download.NotFoundError:
@@ -38,8 +42,12 @@ def cmd_fetch(a):
             raise
         from laser_repro.corpora import write_absent_pair_record
 
-        write_absent_pair_record(a.dest, url)
-        log.warning("%s does not exist (HTTP 404); recorded as an absent pair in %s", url, a.dest)
+        if download.is_url(url) and not url.lower().startswith("file:"):
+            why = "HTTP 404"
+        else:
+            why = f"not in the mirror directory {a.mirror}" if local_mirror and url != a.url else "no such local file"
+        write_absent_pair_record(a.dest, url, why)
+        log.warning("%s does not exist (%s); recorded as an absent pair in %s", url, why, a.dest)
         return
     log.info("fetched %s", json.dumps(record))
 
@@ -59,9 +67,15 @@ def cmd_extract(a):
     if a.opus_zip:
         stats = corpora.extract_opus_moses(a.opus_zip, a.opus_corpus, a.src_code, a.tgt_code,
                                            a.out_src, a.out_tgt, **common)
+        sources = [f"{a.opus_zip}:{m}" for m in corpora.opus_moses_members(a.opus_corpus, a.src_code, a.tgt_code)]
     else:
         skip = tuple(a.skip_lines) if a.skip_lines else None
         stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, skip_lines=skip, **common)
+        sources = [a.src_file, a.tgt_file]
+    # a pair with no sentence fails here, by name (not as an empty file in training), unless allowed
+    corpora.require_sentences(stats, corpus=a.corpus or Path(a.out_src).parent.name, pair=f"{a.src}-{a.tgt}",
+                              sources=sources, absent_ok=a.absent_ok, outputs=(a.out_src, a.out_tgt),
+                              archive=a.opus_zip, max_chars=a.max_chars, max_ratio=a.max_ratio)
     stats.update({"src": a.src, "tgt": a.tgt})
     log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
     write_json(a.stats, stats)
@@ -146,13 +160,42 @@ def _train_worker_argv(a, threads: int) -> list[str]:
 
 
 def cmd_train(a):
-    """Launcher: start the worker(s); worker: train one rank (see laser_repro.launch)."""
-    from laser_repro import launch
+    """Launcher: start the worker(s); worker: train one rank (see laser_repro.launch).
+
+    The launcher holds ``<save_dir>/.train.lock`` for the whole run and resumes only a checkpoint
+    directory whose fingerprint matches these settings and data (laser_repro.training_guard)."""
+    from laser_repro import launch, training_guard
 
     settings = json.loads(a.settings)
     if a.launcher == "worker":
-        return _train_worker(a, settings, launch.worker_rank())
-    status_path = Path(a.save_dir) / TRAIN_STATUS
+        rank = launch.worker_rank()
+        if rank.source == "torchrun":  # srun's tasks belong to the SLURM step, which SLURM ends
+            training_guard.die_with_parent()
+        return _train_worker(a, settings, rank)
+    try:
+        with training_guard.TrainingLock(a.save_dir):
+            return _train_launcher(a, settings)
+    except training_guard.TrainingLockHeld as err:
+        raise SystemExit(str(err)) from None
+
+
+def _train_launcher(a, settings: dict):
+    from laser_repro import launch, training_guard
+
+    save_dir = Path(a.save_dir)
+    guard = training_guard.prepare_save_dir(save_dir, settings, a.data, workers=min(max(a.threads, 1), 8))
+    status_path = save_dir / TRAIN_STATUS
+    previous = read_json(status_path) if status_path.exists() else {}
+    if _finished_unpublished(previous, guard["digest"], settings, save_dir):
+        # A previous job of this very fingerprint and these stopping criteria trained to the end
+        # and died before publishing (or its outputs were deleted): its model is this run's
+        # result. Resuming instead would make zero updates (an error) or, with early stopping,
+        # train past the point where the previous job stopped.
+        log.warning("%s: training already completed at update %s with the same fingerprint and stopping "
+                    "criteria (%s); publishing that model without training (to train anew, move %s aside)",
+                    save_dir, previous["num_updates"], status_path, save_dir)
+        _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"))
+        return
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
     if a.launcher == "srun":
         job = launch.slurm_job_geometry(os.environ["SLURM_JOB_ID"])
@@ -170,8 +213,23 @@ def cmd_train(a):
     if status.get("status") == "preempted":
         log.warning("training stopped at update %s on request; rerun to resume", status.get("num_updates"))
         raise SystemExit(launch.EXIT_PREEMPTED)
+    if status.get("error"):
+        raise SystemExit(status["error"])
     if rc != 0 or status.get("status") != "completed":
         raise SystemExit(f"training workers failed (exit status {rc}); see the log above")
+
+
+def _finished_unpublished(previous: dict, digest: str, settings: dict, save_dir: Path) -> bool:
+    """True when ``previous`` (the last job's train_status.json) completed training of this
+    fingerprint with these stopping criteria, and ``checkpoint_last.pt`` is still at its update."""
+    from laser_repro import fairseq_bridge, training_guard
+
+    last = save_dir / "checkpoint_last.pt"
+    if not (previous.get("status") == "completed" and previous.get("fingerprint") == digest
+            and previous.get("stopping") == training_guard.stopping_settings(settings) and last.exists()
+            and (save_dir / previous.get("model", "checkpoint_last.pt")).exists()):
+        return False
+    return fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(last)) == previous.get("num_updates")
 
 
 TRAIN_STATUS = "train_status.json"
@@ -180,12 +238,13 @@ TRAIN_STATUS = "train_status.json"
 def _train_worker(a, settings: dict, rank) -> None:
     import torch
 
-    from laser_repro import fairseq_bridge, launch
+    from laser_repro import fairseq_bridge, launch, training_guard
+    from laser_repro.config import planned_tokens_per_update
 
     torch.set_num_threads(a.threads)
     train = dict(settings["train"])
-    planned = train.pop("tokens_per_update", None) or (
-        train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"])
+    planned = planned_tokens_per_update(train)
+    train.pop("tokens_per_update", None)
     train.pop("gpus")
     train.pop("cpu_processes", None)
     early = train.pop("early_stopping", None)
@@ -194,16 +253,18 @@ def _train_worker(a, settings: dict, rank) -> None:
                      keep_interval_updates=1, patience=early["patience"])
     # the same tokens per update whatever the number of processes found here
     train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
+    tokens_per_update = train["max_tokens"] * rank.world_size * train["update_freq"]  # >= planned
     gpus = torch.cuda.device_count()
     if rank.source == "srun":  # torchrun sets these itself
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = rank.master_addr, str(rank.master_port)
     if rank.is_master:
         log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
-                 planned, train["max_tokens"], rank.world_size, train["update_freq"],
-                 train["max_tokens"] * rank.world_size * train["update_freq"])
+                 planned, train["max_tokens"], rank.world_size, train["update_freq"], tokens_per_update)
     nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
     curves = settings.get("curves")  # learning curves (laser_repro.curves); they measure the held-out loss
-    argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, settings["pairs"], settings["targets"],
+    # pairs with no binarized sentence (empty bitexts) are left out with a warning; none left: an error
+    pairs, _ = fairseq_bridge.nonempty_pairs(a.data, settings["pairs"])
+    argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, pairs, settings["targets"],
                                              settings["model"], train, cpu=gpus == 0, nli=nli,
                                              validate=bool(early) or (False if curves else None))
     argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
@@ -225,19 +286,30 @@ def _train_worker(a, settings: dict, rank) -> None:
     with launch.PreemptionFlag(deadline) as flag:
         outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested, initial_checkpoint=initial,
                                        monitor=monitor)
+    no_update = not outcome["preempted"] and outcome["num_updates"] <= outcome["start_updates"]
     if not rank.is_master:
         if outcome["preempted"]:
             raise SystemExit(launch.EXIT_PREEMPTED)
+        if no_update:
+            raise SystemExit(1)
         return
+    fingerprint = training_guard.read_fingerprint_file(a.save_dir) or {}
+    # threads and world size: floating-point sums (and so the weights, by ~1e-7) depend on them
     status = {"status": "preempted" if outcome["preempted"] else "completed",
-              "num_updates": outcome["num_updates"], "world_size": rank.world_size,
+              "num_updates": outcome["num_updates"], "start_updates": outcome["start_updates"],
+              "world_size": rank.world_size, "threads": a.threads,
               "update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
-              "tokens_per_update": train["max_tokens"] * rank.world_size * train["update_freq"],
-              "reason": flag.reason}
+              "tokens_per_update": tokens_per_update,
+              "reason": flag.reason, "fingerprint": fingerprint.get("digest"),
+              "stopping": training_guard.stopping_settings(settings), "model": "checkpoint_last.pt"}
+    last = Path(a.save_dir) / "checkpoint_last.pt"
+    if no_update:
+        status.update(status="failed", error=_no_update_message(last, outcome, settings))
+        write_json(Path(a.save_dir) / TRAIN_STATUS, status)
+        raise SystemExit(status["error"])
     write_json(Path(a.save_dir) / TRAIN_STATUS, status)
     if outcome["preempted"]:
         raise SystemExit(launch.EXIT_PREEMPTED)
-    last = Path(a.save_dir) / "checkpoint_last.pt"
     if not last.exists():
         raise SystemExit(f"training finished without {last}")
     if early:  # the model is the checkpoint with the lowest held-out loss
@@ -247,14 +319,29 @@ def _train_worker(a, settings: dict, rank) -> None:
         kept = fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(last))
         log.info("early stopping: the model is %s (update %d, lowest held-out loss); stopped at update %d",
                  last, kept, outcome["num_updates"])
-        status.update(kept_update=kept)
+        status.update(kept_update=kept, model=last.name)
         write_json(Path(a.save_dir) / TRAIN_STATUS, status)
         if curves:
             from laser_repro.curves import CURVES_FILE, mark_kept
 
             mark_kept(Path(a.save_dir) / CURVES_FILE, kept)
+    _publish_outputs(a, last)
+
+
+def _no_update_message(last: Path, outcome: dict, settings: dict) -> str:
+    stop = ", ".join(f"{k}={v}" for k, v in settings["train"].items() if k in ("max_epoch", "max_update"))
+    where = (f"{last} is already at update {outcome['start_updates']}, at or past the end of training "
+             f"the settings set ({stop})" if outcome["start_updates"] else f"training ended at update 0 ({stop})")
+    return (f"no update was made: {where}. Nothing is published: this job did not train that model, and "
+            f"its run did not record that it completed. To train longer raise train.max_epoch / max_update; "
+            f"to train anew move {last.parent} aside.")
+
+
+def _publish_outputs(a, model: Path) -> None:
+    """Publish the model (``--final``) and, when asked, the update-0 model and the curves."""
+    save_dir = Path(a.save_dir)
     if a.initial:
-        initial = Path(a.save_dir) / INITIAL_CHECKPOINT
+        initial = save_dir / INITIAL_CHECKPOINT
         if not initial.exists():
             raise SystemExit(f"{initial} is missing (the run was started before it was kept): delete "
                              f"{a.save_dir} and train again")
@@ -262,8 +349,8 @@ def _train_worker(a, settings: dict, rank) -> None:
     if a.curves:
         from laser_repro.curves import CURVES_FILE
 
-        _publish(Path(a.save_dir) / CURVES_FILE, a.curves, link=False)
-    _publish(last, a.final)
+        _publish(save_dir / CURVES_FILE, a.curves, link=False)
+    _publish(model, a.final)
 
 
 INITIAL_CHECKPOINT = "checkpoint_init.pt"
@@ -292,20 +379,26 @@ def cmd_export(a):
     log.info("exported %s", json.dumps(export_encoder(a.checkpoint, a.output), default=str))
 
 
+def _prepare_text(applier, code: str, keep_case: bool, src, dst) -> None:
+    """Moses-preprocess and BPE-encode one text file into ``dst`` (atomic), streaming."""
+    from laser_repro.textio import atomic_output, iter_lines
+
+    preprocessor = _preprocessor(code, not keep_case)
+    with atomic_output(dst) as out:
+        for encoded in applier.encode_stream(preprocessor(line) for line in iter_lines(src)):
+            out.write(encoded + "\n")
+    log.info("%s -> %s", src, dst)
+
+
 def cmd_prepare_text(a):
     """Moses-preprocess and BPE-encode evaluation files, streaming (no intermediate file)."""
     from laser_repro import bpe
-    from laser_repro.textio import atomic_output, iter_lines
 
     if not (len(a.lang) == len(a.input) == len(a.output)):
         raise SystemExit("prepare-text: give one --lang and --output per --input")
     applier = bpe.BpeApplier(a.codes)
     for code, src, dst in zip(a.lang, a.input, a.output):
-        preprocessor = _preprocessor(code, not a.keep_case)
-        with atomic_output(dst) as out:
-            for encoded in applier.encode_stream(preprocessor(line) for line in iter_lines(src)):
-                out.write(encoded + "\n")
-        log.info("%s -> %s", src, dst)
+        _prepare_text(applier, code, a.keep_case, src, dst)
 
 
 def cmd_tatoeba(a):
@@ -350,17 +443,35 @@ def _device(choice: str) -> str:
 
 
 def cmd_embed(a):
-    """Embed BPE'd text files with an exported encoder (one .npy per input, rows = lines)."""
+    """Embed text files with an exported encoder (one .npy per input, rows = lines). The inputs are
+    BPE'd text; with --codes they are raw text, Moses-preprocessed and BPE-encoded here first (one
+    process for both steps: the evaluation texts of every task go through this)."""
+    import tempfile
+
     import torch
 
     from laser_repro.encoder import SentenceEncoder, embed_file
     if len(a.input) != len(a.output):
         raise SystemExit("embed: give one --output per --input")
+    if a.codes and len(a.lang or []) != len(a.input):
+        raise SystemExit("embed: with --codes, give one --lang per --input")
     torch.set_num_threads(a.threads)
     encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
-    for bpe_path, npy in zip(a.input, a.output):
-        rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
-        log.info("%s: %d sentences -> %s", bpe_path, rows, npy)
+    applier = None
+    if a.codes:
+        from laser_repro import bpe
+
+        applier = bpe.BpeApplier(a.codes)
+    for i, (path, npy) in enumerate(zip(a.input, a.output)):
+        if applier is None:
+            rows = embed_file(encoder, path, npy, max_tokens=a.max_tokens)
+        else:
+            Path(npy).parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=Path(npy).parent, prefix=".bpe-") as tmp:
+                bpe_path = Path(tmp) / Path(path).name
+                _prepare_text(applier, a.lang[i], a.keep_case, path, bpe_path)
+                rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
+        log.info("%s: %d sentences -> %s", path, rows, npy)
 
 
 def cmd_tatoeba_table(a):
@@ -403,7 +514,12 @@ def cmd_eval_table(a):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from laser_repro.corpora import OPUS_BASE_URL
+
     p = argparse.ArgumentParser(prog="laser-repro", description=__doc__)
+    p.add_argument("--provenance-json", metavar="JSON",
+                   help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
+                        "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("fetch", help="download a URL with retries and checksum, atomically")
@@ -412,9 +528,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sha256")
     s.add_argument("--retries", type=int, default=5)
     s.add_argument("--mirror", help="local directory or URL mirroring --base-url")
-    s.add_argument("--base-url", default="https://object.pouta.csc.fi")
+    s.add_argument("--base-url", default=OPUS_BASE_URL)
     s.add_argument("--absent-ok", action="store_true",
-                   help="on HTTP 404, record the pair as absent (OPUS corpora with allow_absent_pairs)")
+                   help="on HTTP 404 (or a file missing from a local --mirror directory), record the pair "
+                        "as absent (OPUS corpora with allow_absent_pairs)")
     s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("extract-member", help="extract one file of a tar archive")
@@ -443,6 +560,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out-src", required=True)
     s.add_argument("--out-tgt", required=True)
     s.add_argument("--stats", required=True)
+    s.add_argument("--corpus", help="corpus name for messages (default: the directory of --out-src)")
+    s.add_argument("--absent-ok", action="store_true",
+                   help="no sentence pair left: write the empty bitext, stats 'absent': true, and warn "
+                        "(corpora with allow_absent_pairs) instead of failing")
     s.set_defaults(func=cmd_extract)
 
     s = sub.add_parser("preprocess", help="Moses-preprocess one shard of a corpus side")
@@ -549,10 +670,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--raw-eng")
     s.set_defaults(func=cmd_tatoeba)
 
-    s = sub.add_parser("embed", help="embed BPE'd text files with an exported encoder")
+    s = sub.add_parser("embed", help="embed BPE'd text files (raw text with --codes) with an exported encoder")
     s.add_argument("--encoder", required=True)
     s.add_argument("--input", action="append", required=True)
     s.add_argument("--output", action="append", required=True)
+    s.add_argument("--codes", help="fastBPE codes: the inputs are raw text, Moses + BPE'd first")
+    s.add_argument("--lang", action="append", help="with --codes: the language of each --input")
+    s.add_argument("--keep-case", action="store_true", help="with --codes: do not lowercase")
     s.add_argument("--max-tokens", type=int, default=12000)
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
@@ -587,10 +711,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.time()  # the job's start in its provenance record: before any input is read
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # one INFO line per CPU variant it probes
     args = build_parser().parse_args(argv)
     args.func(args)
+    if args.provenance_json:  # only reached when the subcommand succeeded
+        from laser_repro import provenance
+
+        provenance.record_job(args.provenance_json, start=started)
     return 0
 
 

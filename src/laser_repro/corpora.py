@@ -5,7 +5,7 @@ Every extractor writes a pair of plain UTF-8 files (``out_src``, ``out_tgt``) wh
 
     {"read": int,                  # pairs read from the input (after first_n)
      "written": int,               # pairs written to the outputs
-     "dropped_empty": int,         # either side empty / whitespace-only
+     "dropped_empty": int,         # either side empty / whitespace or control characters only
      "dropped_long": int,          # either side longer than max_chars characters
      "dropped_ratio": int,         # longer/shorter character ratio > max_ratio
      "dropped_tatoeba_test": int,  # either side in the ``exclude`` set
@@ -16,11 +16,17 @@ first failing check in the order listed.
 
 Inputs are streamed (never loaded in memory).  Lines are split on ``\\n`` only and
 decoded as strict UTF-8 line by line, so an invalid byte sequence is reported with the
-file/member name and its 1-based line number.  Each side is stripped of surrounding
-whitespace, and characters that other tools treat as line breaks (``\\r``, ``\\v``,
-``\\f``, ``\\x1c-\\x1e``, ``\\x85``, U+2028, U+2029) are replaced by a space so that
-downstream readers using universal newlines / ``str.splitlines`` cannot misalign the two
-sides.
+file/member name and its 1-based line number.  Control characters (C0 and C1: ``\\x00-\\x1f``
+except tab, ``\\x7f-\\x9f``; among them those other tools treat as line breaks, ``\\r``,
+``\\v``, ``\\f``, ``\\x1c-\\x1e``, ``\\x85``) and U+2028, U+2029 are replaced by a space, so
+that downstream readers using universal newlines / ``str.splitlines`` cannot misalign the two
+sides and a line of NUL bytes is an empty line; then each side is stripped of surrounding
+whitespace (:func:`laser_repro.textio.one_line`, as every stage).
+
+A pair with no sentence left (an empty input, every pair filtered, an OPUS pair recorded as
+absent on the server) is checked by :func:`require_sentences` (``laser-repro extract``): an
+error naming the corpus, the pair, the input files and the reason, unless the corpus allows
+absent pairs (then the stats say ``"absent": true``, with a warning).
 
 Sub-sampling:
 
@@ -48,7 +54,6 @@ import logging
 import lzma
 import os
 import random
-import re
 import sys
 import tarfile
 import zipfile
@@ -60,11 +65,18 @@ from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from laser_repro.archives import TAR_ERRORS, ZIP_ERRORS, find_zip_member, norm_member
+from laser_repro.textio import one_line
+
 __all__ = [
     "CorpusError",
+    "EmptyBitextError",
+    "empty_bitext_reason",
+    "require_sentences",
     "PairFilter",
     "OPUS_BASE_URL",
     "FLORES200_URL",
+    "opus_moses_path",
     "opus_moses_url",
     "opus_moses_members",
     "extract_opus_moses",
@@ -81,10 +93,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: the OPUS download server (also the default of config opus.base_url and of `laser-repro fetch --base-url`)
 OPUS_BASE_URL = "https://object.pouta.csc.fi"
 FLORES200_URL = "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz"
 
-_LINE_BREAK_CHARS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _WRITE_BUFFER = 1 << 20
 
 
@@ -157,8 +169,9 @@ def empty_stats() -> dict:
 
 
 def normalize_for_exclusion(s: str) -> str:
-    """Key used for Tatoeba test exclusion: stripped, internal whitespace collapsed to one space."""
-    return " ".join(s.split())
+    """Key used for Tatoeba test exclusion: control characters as spaces (as extraction does),
+    stripped, internal whitespace collapsed to one space."""
+    return " ".join(one_line(s).split())
 
 
 def _excl_key(s: str) -> str:
@@ -169,20 +182,13 @@ def _excl_key(s: str) -> str:
     return " ".join(s.split())
 
 
-def _clean(s: str) -> str:
-    # Fast path: every character of _LINE_BREAK_CHARS is non-printable.
-    if not s.isprintable():
-        s = _LINE_BREAK_CHARS.sub(" ", s)
-    return s.strip()
-
-
 # --------------------------------------------------------------------------- line reading
 
 
 def _iter_lines(stream: BinaryIO, name: str, wrap_errors: tuple[type[BaseException], ...] = ()) -> Iterator[str]:
     """Yield the decoded lines of a binary stream, without the trailing ``\\n``.
 
-    Splits on ``\\n`` only (a trailing ``\\r`` of CRLF files is left to :func:`_clean`)
+    Splits on ``\\n`` only (a trailing ``\\r`` of CRLF files is left to :func:`~laser_repro.textio.one_line`)
     and drops a UTF-8 BOM at the start of line 1.  Invalid UTF-8 -> CorpusError naming
     ``name`` and the 1-based line number.  Exceptions of the ``wrap_errors`` types raised
     while reading the stream are re-raised as CorpusError naming ``name``.
@@ -320,8 +326,8 @@ def _write_pairs(
         with _open_out(tmp_src) as fs, _open_out(tmp_tgt) as ft:
             for s, t in _progress(pairs, desc, progress, total):
                 read += 1
-                s = _clean(s)
-                t = _clean(t)
+                s = one_line(s)
+                t = one_line(t)
                 ls, lt = len(s), len(t)
                 if ls == 0 or lt == 0:
                     d_empty += 1
@@ -393,12 +399,19 @@ def _sorted_pair(src_code: str, tgt_code: str) -> tuple[str, str]:
     return a, b
 
 
+def opus_moses_path(corpus: str, version: str, src_code: str, tgt_code: str) -> str:
+    """Where an OPUS moses-format zip lies below the OPUS base URL (and below ``resources/opus/`` in
+    the workflow): ``OPUS-<corpus>/<version>/moses/<l1>-<l2>.txt.zip``.  The two language codes are
+    sorted as strings (OPUS convention)."""
+    l1, l2 = _sorted_pair(src_code, tgt_code)
+    return f"OPUS-{corpus}/{version}/moses/{l1}-{l2}.txt.zip"
+
+
 def opus_moses_url(corpus: str, version: str, src_code: str, tgt_code: str, base_url: str = OPUS_BASE_URL) -> str:
     """URL of an OPUS moses-format zip, e.g.
-    ``https://object.pouta.csc.fi/OPUS-Tatoeba/v2023-04-12/moses/de-en.txt.zip``.
-    The two language codes are sorted as strings (OPUS convention)."""
-    l1, l2 = _sorted_pair(src_code, tgt_code)
-    return f"{base_url.rstrip('/')}/OPUS-{corpus}/{version}/moses/{l1}-{l2}.txt.zip"
+    ``https://object.pouta.csc.fi/OPUS-Tatoeba/v2023-04-12/moses/de-en.txt.zip``
+    (:func:`opus_moses_path` below ``base_url``)."""
+    return f"{base_url.rstrip('/')}/{opus_moses_path(corpus, version, src_code, tgt_code)}"
 
 
 def opus_moses_members(corpus: str, src_code: str, tgt_code: str) -> tuple[str, str]:
@@ -408,36 +421,21 @@ def opus_moses_members(corpus: str, src_code: str, tgt_code: str) -> tuple[str, 
     return f"{stem}.{src_code}", f"{stem}.{tgt_code}"
 
 
-def _find_member(zf: zipfile.ZipFile, wanted: str, zip_path: Path) -> zipfile.ZipInfo:
-    names = zf.namelist()
-    try:
-        return zf.getinfo(wanted)
-    except KeyError:
-        pass
-    # Tolerate the texts living in a sub-directory of the zip.
-    candidates = [n for n in names if n.rsplit("/", 1)[-1] == wanted]
-    if len(candidates) == 1:
-        return zf.getinfo(candidates[0])
-    shown = ", ".join(names[:20]) + (f", ... ({len(names)} members)" if len(names) > 20 else "")
-    raise CorpusError(f"{zip_path}: member {wanted!r} not found; the zip contains: {shown or '(nothing)'}")
-
-
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
-
-
 ABSENT_MARKER = "laser-repro: absent on server: "
 
 
-def write_absent_pair_record(dest: str | os.PathLike, url: str) -> None:
-    """Record that `url` does not exist (HTTP 404) as a zip with no members and a comment saying so.
+def write_absent_pair_record(dest: str | os.PathLike, url: str, why: str = "HTTP 404") -> None:
+    """Record that `url` does not exist (``why``: HTTP 404, or not in a local mirror directory) as
+    a zip with no members and a comment saying so.
 
     Only used for corpora configured with `allow_absent_pairs`: OPUS does not publish every
     language pair of a corpus, and the paper simply has no data for such a pair.
     """
     dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
     with zipfile.ZipFile(tmp, "w") as zf:
-        zf.comment = (ABSENT_MARKER + url + " (HTTP 404)").encode("utf-8")
+        zf.comment = f"{ABSENT_MARKER}{url} ({why})".encode("utf-8")
     os.replace(tmp, dest)
 
 
@@ -493,23 +491,24 @@ def extract_opus_moses(
         absent = absent_pair_url(zf)
         if absent is not None:
             # the download step recorded that OPUS has no such pair: an empty bitext, said so in the stats
-            Path(out_src).write_bytes(b"")
-            Path(out_tgt).write_bytes(b"")
+            for out in (Path(out_src), Path(out_tgt)):
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(b"")
             log.warning("%s: OPUS has no %s-%s pair (%s): no data", zip_path, src_code, tgt_code, absent)
             return {"read": 0, "written": 0, "absent_on_server": absent}
-        si = _find_member(zf, src_member, zip_path)
-        ti = _find_member(zf, tgt_member, zip_path)
+        si = find_zip_member(zf, src_member, zip_path, CorpusError)
+        ti = find_zip_member(zf, tgt_member, zip_path, CorpusError)
         try:
             # BufferedReader: C-level readline (ZipExtFile.readline is pure Python).
             fsrc = stack.enter_context(io.BufferedReader(zf.open(si), _WRITE_BUFFER))
             ftgt = stack.enter_context(io.BufferedReader(zf.open(ti), _WRITE_BUFFER))
-        except _ZIP_ERRORS as e:
-            raise CorpusError(f"{zip_path}: cannot open members {si.filename!r}/{ti.filename!r}: {e}") from e
-        src_name = f"{zip_path}:{si.filename}"
-        tgt_name = f"{zip_path}:{ti.filename}"
+        except ZIP_ERRORS as e:
+            raise CorpusError(f"{zip_path}: cannot open members {si!r}/{ti!r}: {e}") from e
+        src_name = f"{zip_path}:{si}"
+        tgt_name = f"{zip_path}:{ti}"
         pairs = _lockstep(
-            _iter_lines(fsrc, src_name, _ZIP_ERRORS),
-            _iter_lines(ftgt, tgt_name, _ZIP_ERRORS),
+            _iter_lines(fsrc, src_name, ZIP_ERRORS),
+            _iter_lines(ftgt, tgt_name, ZIP_ERRORS),
             src_name, tgt_name, first_n,
         )
         stats = _write_pairs(pairs, out_src, out_tgt,
@@ -518,6 +517,77 @@ def extract_opus_moses(
                              desc=f"{corpus} {src_code}-{tgt_code}", total=first_n)
     log.info("%s %s-%s from %s: %s", corpus, src_code, tgt_code, zip_path, stats)
     return stats
+
+
+class EmptyBitextError(CorpusError):
+    """An extraction kept no sentence pair, and its corpus does not allow absent pairs."""
+
+
+#: what each stats counter of a dropped pair means (``{max_chars}`` / ``{max_ratio}``: the limits)
+_DROP_REASONS = {
+    "dropped_empty": "a side empty, whitespace or control characters only",
+    "dropped_long": "a side longer than max_chars={max_chars} characters",
+    "dropped_ratio": "length ratio of the sides above max_ratio={max_ratio}",
+    "dropped_tatoeba_test": "a side in the Tatoeba test set (exclude_tatoeba_test)",
+    "dropped_max_pairs": "max_pairs sub-sampling",
+}
+
+
+def empty_bitext_reason(stats: Mapping, sources: Iterable[str] = (), *, max_chars: int | None = None,
+                        max_ratio: float | None = None) -> str | None:
+    """Why an extraction with these ``stats`` wrote no pair (None when it wrote some).
+
+    ``sources``: the names of the input files (or zip members), for the message."""
+    if stats.get("written", 0) > 0:
+        return None
+    if stats.get("absent_on_server"):
+        return f"the pair does not exist at its source: {stats['absent_on_server']}"
+    sources = list(sources)
+    names = " and ".join(sources) or "the input"
+    read, held = stats.get("read", 0), stats.get("heldout", 0)
+    if read == 0 and held:
+        return f"all {held} lines of {names} are held-out evaluation lines (--skip-lines): none is left to train on"
+    if read == 0:
+        return f"{names} contain no lines (empty file{'s' if len(sources) > 1 else ''})"
+    drops = sorted(((stats.get(k, 0), k) for k in _DROP_REASONS if stats.get(k, 0)), reverse=True)
+    how = "; ".join(f"{n} by {k} ({_DROP_REASONS[k].format(max_chars=max_chars, max_ratio=max_ratio)})"
+                    for n, k in drops)
+    return f"all {read} pairs read from {names} were removed by the filters: {how or 'none counted'}"
+
+
+def require_sentences(stats: dict, *, corpus: str, pair: str, sources: Iterable[str], absent_ok: bool,
+                      outputs: Iterable[str | os.PathLike] = (), archive: str | os.PathLike | None = None,
+                      max_chars: int | None = None, max_ratio: float | None = None) -> dict:
+    """Check that an extraction kept at least one sentence pair.
+
+    When it kept none: with ``absent_ok`` (the corpus's ``allow_absent_pairs``), mark ``stats``
+    ``"absent": True`` with ``"absent_reason"`` and log a WARNING (the empty bitext stays: training
+    leaves the pair out); otherwise delete ``outputs`` and raise :class:`EmptyBitextError` naming
+    the corpus, the pair, the input files and why nothing is left (from the stats' counters).
+    ``archive``: the OPUS zip the sources are members of (named as the record to delete when the
+    pair was recorded absent); ``allow_absent_pairs`` exists for OPUS corpora only, so the error
+    suggests it only when ``archive`` is given.  Returns ``stats``."""
+    sources = [str(x) for x in sources]
+    reason = empty_bitext_reason(stats, sources, max_chars=max_chars, max_ratio=max_ratio)
+    if reason is None:
+        return stats
+    if absent_ok:
+        stats.update(absent=True, absent_reason=reason)
+        log.warning("corpus %r, pair %s: no sentence pair extracted (%s); allow_absent_pairs: an empty "
+                    "bitext, training leaves this pair out", corpus, pair, reason)
+        return stats
+    for out in outputs:
+        _unlink(Path(out))
+    if archive is None:  # a local corpus
+        hint = (f"fix the input files (or the filters), or leave this pair out of corpus {corpus!r} "
+                "(its languages / targets)")
+    else:
+        hint = f"set allow_absent_pairs: true for corpus {corpus!r} to train without this pair"
+        if stats.get("absent_on_server"):
+            hint += f", or delete {archive} (recorded by fetch --absent-ok) to download it again"
+        else:
+            hint = "fix the input data (or the filters), or " + hint
+    raise EmptyBitextError(f"corpus {corpus!r}, pair {pair}: no sentence pair extracted: {reason}. To go on, {hint}")
 
 
 def _check_limit(name: str, value: int | None) -> None:
@@ -601,32 +671,11 @@ def _skip_range(pairs: Iterable[tuple[str, str]], lines: tuple[int, int], counte
         yield pair
 
 
-def extract_nway_pair(
-    src_file: str | os.PathLike,
-    tgt_file: str | os.PathLike,
-    out_src: str | os.PathLike,
-    out_tgt: str | os.PathLike,
-    *,
-    first_n: int | None = None,
-    max_pairs: int | None = None,
-    seed: int = 0,
-    filters: PairFilter | Mapping | None = None,
-    max_chars: int | None = _UNSET,
-    max_ratio: float | None = _UNSET,
-    exclude: set[str] | frozenset[str] | None = None,
-    progress: bool = True,
-    skip_lines: tuple[int, int] | None = None,
-) -> dict:
-    """Build a bitext from two files of an N-way parallel corpus (FLORES-200 style: one
-    file per language, line *i* is the same sentence in every language).
-
-    Identical in behaviour to :func:`read_local_bitext` (``skip_lines``: the held-out evaluation
-    lines, never trained on); kept as a separate name so that pipeline rules say what kind of
-    input they consume.
-    """
-    return read_local_bitext(src_file, tgt_file, out_src, out_tgt, first_n=first_n,
-                             max_pairs=max_pairs, seed=seed, filters=filters, max_chars=max_chars,
-                             max_ratio=max_ratio, exclude=exclude, progress=progress, skip_lines=skip_lines)
+#: A bitext of two files of an N-way parallel corpus (FLORES-200 style: one file per language, line
+#: *i* the same sentence in every language; ``skip_lines``: the held-out evaluation lines, never
+#: trained on): :func:`read_local_bitext`, under the name that says what kind of input the
+#: pipeline gives it.
+extract_nway_pair = read_local_bitext
 
 
 # --------------------------------------------------------------------------- Tatoeba test
@@ -672,15 +721,6 @@ def flores200_member(code: str, split: str = "dev") -> str:
     return f"flores200_dataset/{split}/{code}.{split}"
 
 
-def _norm_member(name: str) -> str:
-    while name.startswith("./"):
-        name = name[2:]
-    return name.rstrip("/")
-
-
-_TAR_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError)
-
-
 def extract_tar_members(
     tar_path: str | os.PathLike, members: Mapping[str, str | os.PathLike]
 ) -> dict[str, Path]:
@@ -692,7 +732,7 @@ def extract_tar_members(
     the archive is truncated/corrupt; on error no output of this call remains.
     """
     tar_path = Path(tar_path)
-    wanted = {_norm_member(m): Path(o) for m, o in members.items()}
+    wanted = {norm_member(m): Path(o) for m, o in members.items()}
     if not tar_path.is_file():
         raise CorpusError(f"{tar_path}: no such file")
     done: dict[str, Path] = {}
@@ -704,7 +744,7 @@ def extract_tar_members(
         try:
             with tarfile.open(tar_path, mode="r|*") as tf:
                 for ti in tf:
-                    name = _norm_member(ti.name)
+                    name = norm_member(ti.name)
                     seen.append(name)
                     if name not in wanted or name in done:
                         continue
@@ -734,7 +774,7 @@ def extract_tar_members(
                         break
         except CorpusError:
             raise
-        except _TAR_ERRORS as e:
+        except TAR_ERRORS as e:
             raise CorpusError(f"{tar_path}: truncated or corrupt tar archive: {e}") from e
         missing = [m for m in wanted if m not in done]
         if missing:
@@ -757,4 +797,4 @@ def extract_tar_member(tar_path: str | os.PathLike, member: str, out_path: str |
 
     See :func:`extract_tar_members` for the error behaviour.
     """
-    return extract_tar_members(tar_path, {member: out_path})[_norm_member(member)]
+    return extract_tar_members(tar_path, {member: out_path})[norm_member(member)]

@@ -10,7 +10,12 @@ Main entry point: :func:`fetch`.
   - the byte count against ``Content-Length`` when the server sends one
     (a short transfer is retried),
   - the byte count against ``size`` when given,
-  - the SHA-256 digest against ``sha256`` when given.
+  - the SHA-256 digest against ``sha256`` when given,
+  - the archive itself, by the name of ``dest`` (:func:`verify_archive`): a ``.zip`` must open
+    and its members pass their CRC check, a tar (``.tar``, ``.tar.gz``, ``.tgz``, ...) must list
+    to its end, a ``.gz`` / ``.bz2`` / ``.xz`` file must decompress; otherwise
+    :class:`CorruptDownloadError` names the URL and the reason (not retried: a complete transfer
+    of a broken file; the server or mirror copy needs fixing), and nothing is cached at ``dest``.
 
 * Connection errors, timeouts, HTTP 5xx / 408 / 425 / 429 and truncated transfers are
   retried with exponential backoff (``backoff * 2**k`` seconds before retry ``k + 1``,
@@ -19,6 +24,8 @@ Main entry point: :func:`fetch`.
   the server would send the same bytes again, so the mismatch means the upstream file
   changed or the pinned checksum is wrong, which needs a human decision.
   :class:`ChecksumMismatchError` names the URL, the expected and the actual digest.
+* A missing local source (plain path or ``file://``, e.g. a file absent from a mirror directory)
+  raises :class:`NotFoundError`, as an HTTP 404 does.
 * On any failure the ``.part`` file is removed and ``dest`` does not exist, so a failed
   download never leaves a complete-looking file behind.  A pre-existing ``dest`` that
   cannot be verified (no ``sha256`` given, or a wrong digest) is deleted before the new
@@ -46,6 +53,9 @@ from pathlib import Path
 __all__ = [
     "DownloadError",
     "ChecksumMismatchError",
+    "CorruptDownloadError",
+    "NotFoundError",
+    "verify_archive",
     "fetch",
     "fetch_with_record",
     "sha256_file",
@@ -82,7 +92,11 @@ class ChecksumMismatchError(DownloadError):
 
 
 class NotFoundError(DownloadError):
-    """The server answered 404: the file does not exist there."""
+    """The file does not exist at its source: an HTTP 404, or a local path / mirror file that is missing."""
+
+
+class CorruptDownloadError(DownloadError):
+    """The downloaded bytes are not a readable archive of the kind ``dest`` names (zip, tar, gzip...)."""
 
 
 class _Retryable(Exception):
@@ -212,12 +226,72 @@ def _unlink(p: Path) -> None:
         pass
 
 
+# --------------------------------------------------------------------------- archive check
+
+
+_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+
+
+def verify_archive(path: str | os.PathLike, name: str | None = None) -> str | None:
+    """Check that ``path`` reads as the archive its ``name`` (default: the file name) says.
+
+    ``.zip``: opens, and every member passes its CRC check; tar (:data:`_TAR_SUFFIXES`): every
+    entry lists and its data reads to the end; ``.gz`` / ``.bz2`` / ``.xz``: decompresses to the
+    end.  Returns the kind checked (``"zip"``, ``"tar"``, ``"gzip"``...) or None for other names;
+    raises :class:`CorruptDownloadError` (message: what is wrong, without the URL) otherwise."""
+    import bz2
+    import gzip
+    import lzma
+    import tarfile
+    import zipfile
+    import zlib
+
+    from laser_repro.archives import TAR_ERRORS, ZIP_ERRORS
+
+    path = Path(path)
+    low = (name or path.name).lower()
+    if low.endswith(".zip"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                bad = zf.testzip()
+        except ZIP_ERRORS as e:
+            raise CorruptDownloadError(f"not a valid zip archive (truncated or corrupt): {e}") from e
+        if bad is not None:
+            raise CorruptDownloadError(f"not a valid zip archive: member {bad!r} fails its CRC check")
+        return "zip"
+    if low.endswith(_TAR_SUFFIXES):
+        entries = 0
+        try:
+            with tarfile.open(path, mode="r|*") as tf:
+                for info in tf:
+                    entries += 1
+                    if info.isfile():
+                        tf.extractfile(info).read()  # streams the compressed data through its checks
+        except TAR_ERRORS as e:
+            raise CorruptDownloadError(f"not a valid tar archive (truncated or corrupt after {entries} "
+                                       f"entries): {e}") from e
+        if entries == 0:
+            raise CorruptDownloadError("not a valid tar archive: it has no entries")
+        return "tar"
+    openers = {".gz": ("gzip", gzip.open), ".bz2": ("bzip2", bz2.open), ".xz": ("xz", lzma.open)}
+    for suffix, (kind, opener) in openers.items():
+        if low.endswith(suffix):
+            try:
+                with opener(path, "rb") as f:
+                    while f.read(CHUNK_SIZE):
+                        pass
+            except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+                raise CorruptDownloadError(f"not a valid {kind} file (truncated or corrupt): {e}") from e
+            return kind
+    return None
+
+
 # --------------------------------------------------------------------------- attempts
 
 
 def _attempt_local(src: Path, part: Path, url: str, progress: bool, desc: str) -> tuple[int, str]:
     if not src.exists():
-        raise DownloadError(f"{url}: local source file does not exist ({src})")
+        raise NotFoundError(f"{url}: local source file does not exist ({src})")
     if not src.is_file():
         raise DownloadError(f"{url}: local source is not a regular file ({src})")
     total = src.stat().st_size
@@ -284,12 +358,20 @@ def fetch_with_record(
     timeout: float = 60,
     progress: bool = True,
 ) -> dict:
-    """Like :func:`fetch` but return a provenance record for logging::
+    """Download ``url`` (http/https/file URL or local path) to ``dest``; return a provenance record
+    for logging::
 
         {"url": str, "dest": str, "sha256": str, "bytes": int,
          "skipped": bool,   # True when an existing dest matched ``sha256``
          "attempts": int,   # 0 when skipped
          "seconds": float}
+
+    ``retries`` is the number of *additional* attempts after the first one for transient
+    failures (so at most ``retries + 1`` requests); the k-th retry waits
+    ``backoff * 2**(k-1)`` seconds (capped at :data:`MAX_BACKOFF`).  ``timeout`` is the
+    socket timeout in seconds.  See the module docstring for the verification and
+    cleanup guarantees.  Raises :class:`DownloadError` (or its subclass
+    :class:`ChecksumMismatchError`).
     """
     t0 = time.monotonic()
     url_s = os.fspath(url)
@@ -350,6 +432,12 @@ def fetch_with_record(
             raise DownloadError(f"{url_s}: size mismatch: expected {size} bytes, got {nbytes}")
         if want_sha is not None and digest != want_sha:
             raise ChecksumMismatchError(url_s, want_sha, digest, nbytes)
+        try:  # before the rename: a broken archive must not be cached (the next run would reuse it)
+            verify_archive(part, dest.name)
+        except CorruptDownloadError as e:
+            raise CorruptDownloadError(
+                f"{url_s}: the downloaded file ({nbytes} bytes) is {e}; nothing was saved at {dest}. "
+                f"The copy on the server or mirror is broken: fix it (or the URL) and rerun") from e
         os.replace(part, dest)
         ok = True
     finally:
@@ -360,27 +448,9 @@ def fetch_with_record(
             "skipped": False, "attempts": attempts, "seconds": time.monotonic() - t0}
 
 
-def fetch(
-    url: str | os.PathLike,
-    dest: str | os.PathLike,
-    *,
-    sha256: str | None = None,
-    size: int | None = None,
-    retries: int = 5,
-    backoff: float = 2.0,
-    timeout: float = 60,
-    progress: bool = True,
-) -> Path:
+def fetch(url: str | os.PathLike, dest: str | os.PathLike, **options) -> Path:
     """Download ``url`` (http/https/file URL or local path) to ``dest`` and return ``dest``.
 
-    ``retries`` is the number of *additional* attempts after the first one for transient
-    failures (so at most ``retries + 1`` requests); the k-th retry waits
-    ``backoff * 2**(k-1)`` seconds (capped at :data:`MAX_BACKOFF`).  ``timeout`` is the
-    socket timeout in seconds.  See the module docstring for the verification and
-    cleanup guarantees.  Raises :class:`DownloadError` (or its subclass
-    :class:`ChecksumMismatchError`).
-    """
-    rec = fetch_with_record(url, dest, sha256=sha256, size=size, retries=retries,
-                            backoff=backoff, timeout=timeout, progress=progress)
-    return Path(rec["dest"])
-
+    ``options``: those of :func:`fetch_with_record` (``sha256``, ``size``, ``retries``, ``backoff``,
+    ``timeout``, ``progress``), which does the work."""
+    return Path(fetch_with_record(url, dest, **options)["dest"])

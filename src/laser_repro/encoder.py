@@ -26,6 +26,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from laser_repro.checkpoint_safety import load_model_file
+
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -99,7 +101,10 @@ class SentenceEncoder:
 
     @classmethod
     def load(cls, path, device="cpu") -> "SentenceEncoder":
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_model_file(path, what="exported encoder",
+                                rebuild=f"delete {path} and rerun the step that writes it (snakemake, or "
+                                        f"`laser-repro export --checkpoint CHECKPOINT --output {path}`)",
+                                map_location="cpu", weights_only=True)
         params = dict(state["params"])
         module = BiLSTMMaxPoolEncoder(
             num_embeddings=int(params["num_embeddings"]),

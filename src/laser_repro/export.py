@@ -15,10 +15,8 @@ The checkpoint is read through :func:`laser_repro.fairseq_bridge.load_checkpoint
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
-import sys
 from pathlib import Path
 
 import torch
@@ -117,17 +115,3 @@ def export_encoder(checkpoint_path, out_path) -> dict:
         "out_path": str(out_path),
         "num_parameters": int(sum(t.numel() for t in model_sd.values())),
     }
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m laser_repro.export", description=__doc__.splitlines()[0])
-    p.add_argument("checkpoint")
-    p.add_argument("out")
-    a = p.parse_args(argv)
-    info = export_encoder(a.checkpoint, a.out)
-    print(f"wrote {info['out_path']}: {info['params']} ({info['num_parameters']} parameters)", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

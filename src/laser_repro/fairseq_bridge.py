@@ -11,22 +11,13 @@
 
 fairseq itself is imported lazily, so building command lines does not need it.
 
-Checkpoint loading under torch >= 2.6 (``torch.load(weights_only=True)`` by default):
-fairseq 0.12 calls ``torch.load`` without ``weights_only``; a training checkpoint of the
-``laser_lstm`` model holds, besides tensors and plain containers, exactly one non-primitive
-class -- ``argparse.Namespace`` (the legacy model/task arguments inside ``cfg``).  Instead of
-switching to unsafe pickle loading, we keep ``weights_only=True`` and allowlist only the
-classes in :data:`CHECKPOINT_SAFE_GLOBALS`: inside a ``torch.serialization.safe_globals``
-context while :func:`train` / :func:`load_checkpoint` run, and (for spawned multi-GPU
-workers) in ``LaserMultilingualTask.setup_task``, i.e. only in processes that train our
-task.  Any other object in a file still makes the load fail; nothing is ever loaded with
-``weights_only=False``.
+Checkpoint loading (``weights_only=True`` with an allowlist of classes) is
+:mod:`laser_repro.checkpoint_safety`; :func:`load_checkpoint` here is that module's.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import logging
 import os
@@ -34,16 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable, Iterable, Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
+from laser_repro.checkpoint_safety import checkpoint_globals_allowed, load_checkpoint
+
 #: the ``--user-dir`` of our fairseq plugin
 PLUGIN_DIR = str(Path(__file__).resolve().parent / "fairseq_plugin")
-
-#: the only non-primitive classes a laser_lstm training checkpoint contains
-CHECKPOINT_SAFE_GLOBALS = [argparse.Namespace]
 
 _MODEL_KEYS = {
     # key -> fairseq option
@@ -139,11 +129,17 @@ def binarize_pair(
         prefixes["valid"] = Path(valid_prefix).resolve()
     if not prefixes:
         raise ValueError("binarize_pair needs a train_prefix, a valid_prefix or both")
-    for prefix in prefixes.values():
+    for split, prefix in prefixes.items():
         for lang in (src, tgt):
             f = Path(f"{prefix}.{lang}")
             if not f.is_file():
                 raise FileNotFoundError(f)
+        if all(Path(f"{prefix}.{lang}").stat().st_size == 0 for lang in (src, tgt)):
+            # an empty bitext (a pair absent from its corpus): a readable index of 0 sentences, left
+            # out of training by nonempty_pairs (fairseq cannot memory-map the empty .bin)
+            logging.getLogger(__name__).warning(
+                "%s-%s: no sentences in %s.%s / .%s: the binarized %s.%s-%s is empty (training leaves it out)",
+                src, tgt, prefix, src, tgt, split, src, tgt)
 
     with tempfile.TemporaryDirectory(dir=dest, prefix=f".binarize-{src}-{tgt}-") as tmp:
         cmd = [
@@ -290,6 +286,43 @@ def has_valid_data(data_dir, lang_pairs) -> bool:
     return False
 
 
+def nonempty_pairs(data_dir, lang_pairs, split: str = "train") -> tuple[list, list]:
+    """``(kept, dropped)``: the pairs of ``lang_pairs`` (``"deu-eng,kzj-eng"`` or a list of
+    ``"src-tgt"`` / ``(src, tgt)``, kept in that form) whose binarized ``{split}`` data has sentences,
+    and those whose ``{split}.{src}-{tgt}.*.idx`` says 0 sentences (an empty bitext: a pair absent
+    from its corpus, or every line filtered out; fairseq cannot memory-map its empty .bin).
+
+    Dropped pairs are logged in a WARNING naming them. A pair whose files are missing, or with
+    src == tgt, is kept (the task reports / skips it). Raises ValueError when pairs were dropped
+    and no src != tgt pair is left to train on."""
+    items = [p for p in lang_pairs.split(",") if p] if isinstance(lang_pairs, str) else list(lang_pairs)
+
+    def langs(pair):
+        return tuple(pair.split("-")) if isinstance(pair, str) else tuple(pair)
+
+    kept, dropped, empty = [], [], []
+    for pair in items:
+        src, tgt = langs(pair)
+        idx = [Path(data_dir) / f"{split}.{src}-{tgt}.{lang}.idx" for lang in (src, tgt)]
+        if src != tgt and all(f.is_file() for f in idx):
+            n = min(binarized_sentences(f) for f in idx)
+            if n == 0:
+                dropped.append(pair)
+                empty.append(f"{src}-{tgt} ({idx[0]}: 0 sentences)")
+                continue
+        kept.append(pair)
+    if not dropped:
+        return kept, dropped
+    hint = ("empty bitexts: see 'absent' / 'written' in the extraction statistics "
+            "results/<run>/corpora/<corpus>/<pair>.stats.json")
+    if all(len(set(langs(p))) == 1 for p in kept):
+        raise ValueError(f"no training pair has sentences: {', '.join(empty)} ({hint}); nothing to train on")
+    logging.getLogger(__name__).warning(
+        "leaving out %d language pair(s) with no %s sentences: %s (%s); training on %d pair(s)",
+        len(dropped), split, ", ".join(empty), hint, sum(len(set(langs(p))) == 2 for p in kept))
+    return kept, dropped
+
+
 def nli_settings(nli: Optional[Mapping]) -> Optional[tuple[str, int]]:
     """``(data_prefix, weight)`` of the ``"nli"`` settings ``{"data": PREFIX, "weight": W}`` when
     the NLI objective is on (W > 0), else None (``nli`` None / absent, or W == 0).
@@ -398,20 +431,6 @@ def fairseq_train_argv(
 # -------------------------------------------------------------------------------------------
 # checkpoints
 # -------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def checkpoint_globals_allowed():
-    """Allow (for ``weights_only`` loading) exactly the classes of :data:`CHECKPOINT_SAFE_GLOBALS`
-    while the block runs."""
-    with torch.serialization.safe_globals(list(CHECKPOINT_SAFE_GLOBALS)):
-        yield
-
-
-def load_checkpoint(path) -> dict:
-    """Load one of our fairseq training checkpoints on CPU, with ``weights_only=True``."""
-    with checkpoint_globals_allowed():
-        return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def checkpoint_model_args(state: Mapping) -> argparse.Namespace:
@@ -526,6 +545,10 @@ def _any_rank(flag: bool) -> bool:
     return bool(t.item())
 
 
+class _NothingToTrain(Exception):
+    """The loaded checkpoint is already at --max-update."""
+
+
 def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None, *,
           initial_checkpoint=None, monitor=None) -> dict:
     """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
@@ -541,7 +564,11 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     first update (the same seed's initialization: the random-encoder baseline).
     ``monitor``: a :class:`laser_repro.curves.CurveMonitor` (give it to the master process only),
     called at update 0 and after every update (it decides when to measure).
-    Returns ``{"preempted": bool, "num_updates": int}``.
+    Returns ``{"preempted": bool, "num_updates": int, "start_updates": int, "start_epoch": int}``:
+    the update reached and the one the run started from (``checkpoint_last.pt``'s, 0 when fresh);
+    equal when this run made no update (its checkpoint was already at ``--max-epoch`` /
+    ``--max-update``: then nothing is trained, not even the one update fairseq would make past
+    ``--max-update``).
     """
     argv = [str(a) for a in argv]
     import laser_repro.fairseq_plugin  # noqa: F401  (registers + aliases the --user-dir module)
@@ -555,13 +582,19 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
                          (fairseq_train.should_stop_early, "num_runs")):
         if hasattr(holder, attr):
             delattr(holder, attr)
-    outcome = {"preempted": False, "num_updates": 0}
+    outcome = {"preempted": False, "num_updates": 0, "start_updates": 0, "start_epoch": 1}
     original = fairseq_train.validate_and_save
     original_load = checkpoint_utils.load_checkpoint
 
     def load_checkpoint(cfg, trainer, **kwargs):
         # fairseq restores (or initializes) the model here, before the first update
         extra_state, epoch_itr = original_load(cfg, trainer, **kwargs)
+        outcome["start_updates"] = outcome["num_updates"] = trainer.get_num_updates()
+        outcome["start_epoch"] = epoch_itr.epoch
+        max_update = trainer.cfg.optimization.max_update
+        if max_update and trainer.get_num_updates() >= max_update:
+            # fairseq checks --max-update only after an update, so it would make one more
+            raise _NothingToTrain
         if trainer.get_num_updates() == 0:
             if initial_checkpoint is not None:
                 Path(initial_checkpoint).parent.mkdir(parents=True, exist_ok=True)
@@ -594,48 +627,10 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     try:
         with checkpoint_globals_allowed():
             fairseq_train.cli_main()
+    except _NothingToTrain:
+        pass  # every rank loads the same checkpoint, so every rank stops here
     finally:
         fairseq_train.validate_and_save = original
         checkpoint_utils.load_checkpoint = original_load
         sys.argv = saved_argv
     return outcome
-
-
-# -------------------------------------------------------------------------------------------
-# command line
-# -------------------------------------------------------------------------------------------
-
-
-def main(argv: Optional[Iterable[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    usage = (
-        "usage: python -m laser_repro.fairseq_bridge train <fairseq-train args...>\n"
-        "       python -m laser_repro.fairseq_bridge binarize --src S --tgt T --train-prefix P "
-        "--dict D --dest-dir DIR [--valid-prefix V] [--log FILE]"
-    )
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage)
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command == "train":
-        train(rest)
-        return 0
-    if command == "binarize":
-        p = argparse.ArgumentParser(prog="python -m laser_repro.fairseq_bridge binarize")
-        p.add_argument("--src", required=True)
-        p.add_argument("--tgt", required=True)
-        p.add_argument("--train-prefix", required=True)
-        p.add_argument("--dict", required=True)
-        p.add_argument("--dest-dir", required=True)
-        p.add_argument("--valid-prefix")
-        p.add_argument("--log")
-        p.add_argument("--workers", type=int, default=1)
-        a = p.parse_args(rest)
-        binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest_dir, a.valid_prefix, a.log, workers=a.workers)
-        return 0
-    print(usage, file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

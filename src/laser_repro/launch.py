@@ -147,9 +147,14 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
 
     ``launcher``: ``"torchrun"`` (``world_size`` processes on this machine) or ``"srun"`` (one per
     task of the SLURM allocation; ``job``: its :func:`slurm_job_geometry`). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
-    the workers, which checkpoint and stop.
+    the workers, which checkpoint and stop. If this process dies without passing anything on
+    (SIGKILL), torchrun / srun get SIGKILL from the kernel (Linux), and with them torchrun's workers;
+    srun's tasks end with their SLURM step / job.
     """
+    from laser_repro import training_guard
+
     worker = worker_command(worker_argv)
+    env = None
     if launcher == "srun":
         # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
         # start one task): pass the geometry of the job itself (from the caller)
@@ -160,6 +165,8 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
     elif launcher == "torchrun":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={world_size}", *worker]
+        # each worker checks that torchrun's parent is still this process (training_guard.die_with_parent)
+        env = dict(os.environ, **{training_guard.LAUNCHER_PID_ENV: str(os.getpid())})
     else:
         raise ValueError(f"unknown launcher {launcher!r} (torchrun or srun)")
 
@@ -182,7 +189,11 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
         if launcher == "torchrun":
             signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         try:
-            children.append(subprocess.Popen(cmd, start_new_session=True))
+            # its own session: our signals reach it by process group, a terminal's Ctrl-C does
+            # not; SIGKILL when this process dies (a killed launcher must not leave workers)
+            children.append(subprocess.Popen(
+                cmd, env=env, start_new_session=True,
+                preexec_fn=training_guard.die_with_parent_preexec(os.getpid())))
         finally:
             signal.signal(signal.SIGUSR1, forward)
         for signum in pending:

@@ -28,7 +28,8 @@ import numpy as np
 
 from laser_repro import languages
 from laser_repro.textio import InputError, atomic_output, iter_lines, write_json
-from laser_repro.xnli import load_embeddings, one_line
+from laser_repro.textio import one_line
+from laser_repro.xnli import load_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -345,14 +346,7 @@ def classify(train: DocFiles, dev: DocFiles, tests: Mapping[str, DocFiles], conf
         "normalize": normalize,
         "n_classes": len(MLDOC_LABELS),
         "labels": list(MLDOC_LABELS),
-        "seed": config.seed,
-        "threads": _threads(),
-        "selection": "best English dev accuracy over the grid and the epochs",
-        "settings_source": SETTINGS_NOTE,
-        "hyperparameters": {**selection.best.hparams.as_dict(), "selected_epoch": selection.best.best_epoch},
-        "dev_accuracy": selection.best.dev_accuracy,
-        "trials": selection.trials,
-        "test_accuracy": test_acc,
+        **classifier.selection_record(selection, config, test_acc, settings_source=SETTINGS_NOTE),
         "sizes": {"train_docs": len(train_set), "dev_docs": len(dev_set),
                   "test_docs": {lang: len(s) for lang, s in sets.items()},
                   "train_sentences": train_docs.sentences, "dev_sentences": dev_docs.sentences,
@@ -360,12 +354,6 @@ def classify(train: DocFiles, dev: DocFiles, tests: Mapping[str, DocFiles], conf
         "inputs": {"train": train.as_dict(), "dev": dev.as_dict(),
                    "test": {lang: f.as_dict() for lang, f in tests.items()}},
     }
-
-
-def _threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 # --------------------------------------------------------------------------- command line
@@ -385,18 +373,9 @@ def cmd_mldoc_sentences(a) -> None:
 def cmd_mldoc_classify(a) -> None:
     from laser_repro import classifier
 
-    config = classifier.config_from_cli(a.params, MLDOC_DEFAULTS, a.seed)
-    classifier.set_threads(a.threads)
-    tests = {}
-    for lang, emb, docs in a.test:
-        languages.get(lang)
-        if lang in tests:
-            raise SystemExit(f"mldoc-classify: language {lang} given twice with --test")
-        tests[lang] = DocFiles(Path(emb), Path(docs))
-    scores = classify(DocFiles(Path(a.train[0]), Path(a.train[1])), DocFiles(Path(a.dev[0]), Path(a.dev[1])),
-                      tests, config, train_lang=a.train_lang)
-    scores["config"] = config.as_dict()
-    write_json(a.scores, scores)
+    train, dev = DocFiles(Path(a.train[0]), Path(a.train[1])), DocFiles(Path(a.dev[0]), Path(a.dev[1]))
+    classifier.run_classify_command(a, "mldoc-classify", MLDOC_DEFAULTS, DocFiles,
+                                    lambda tests, config: classify(train, dev, tests, config, train_lang=a.train_lang))
 
 
 def add_cli(sub) -> None:

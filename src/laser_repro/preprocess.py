@@ -56,10 +56,8 @@ applies the rules in the same order, but
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
-import sys
 import unicodedata
 from collections.abc import Callable
 
@@ -656,22 +654,3 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
             n_empty += not processed
             out.write(processed + "\n")
     return {"lines": n_lines, "empty_after": n_empty}
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="LASER text preprocessing (one line in, one line out).")
-    p.add_argument("input")
-    p.add_argument("output")
-    p.add_argument("-l", "--lang", required=True, help="Moses / ISO 639-1 language code (en, de, zh, ja, el, ...)")
-    p.add_argument("--no-lowercase", action="store_true", help="keep the case (the LASER encoder expects lower case)")
-    p.add_argument("--backend", choices=BACKENDS, default="fast")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    args = p.parse_args(argv)
-    pre = preprocessor_for(args.lang, lowercase=not args.no_lowercase, backend=args.backend)
-    counts = preprocess_file(args.input, args.output, pre, progress=not args.quiet)
-    print(f"{args.input} -> {args.output}: {counts}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,9 @@
 """Provenance sidecars of workflow outputs, the lineage walk over them, and mtime repair after a DVC pull.
 
-Every Snakemake shell rule ends with ``laser-repro provenance --rule NAME --start ... --inputs ...
---outputs ...``, which writes for each output ``O`` a sidecar ``O.prov.json`` (the same record for all
+Every Snakemake shell rule records its job: a rule that runs one ``laser-repro SUBCOMMAND ...`` as
+``laser-repro --provenance-json JSON SUBCOMMAND ...`` (in that process, once the subcommand succeeded:
+record_job), a compound command followed by ``laser-repro provenance --rule NAME --start ... --inputs ...
+--outputs ...``. Either writes for each output ``O`` a sidecar ``O.prov.json`` (the same record for all
 outputs of the job; format ``FORMAT`` below):
 
     rule, wildcards, start, end, duration_s, log
@@ -324,6 +326,27 @@ def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = N
     return rec
 
 
+def record_job(spec: str | dict, *, start: str | float | dt.datetime | None = None) -> dict:
+    """The record of a job run as ``laser-repro --provenance-json SPEC SUBCOMMAND ...``, written by that
+    same process once the subcommand succeeded (no second interpreter per job). SPEC (JSON): rule,
+    outputs, inputs, log, config, sources (``PATH=URL`` items), wildcards: the options of the
+    ``provenance`` subcommand, recorded exactly as it does. `start`: when the process started (seconds
+    since the epoch, ISO 8601 or a datetime). Errors exit as ``provenance: ...``, as that subcommand."""
+    try:
+        if isinstance(spec, str):
+            spec = json.loads(spec)
+        if not isinstance(spec, dict) or not spec.get("rule") or not spec.get("outputs"):
+            raise ProvenanceError(f"--provenance-json: expected an object with rule and outputs, got {spec!r}")
+        if isinstance(start, (int, float)):
+            start = dt.datetime.fromtimestamp(start).astimezone()
+        wildcards = spec.get("wildcards")
+        return record(spec["rule"], spec["outputs"], spec.get("inputs") or (), start=start,
+                      wildcards=parse_wildcards(wildcards) if isinstance(wildcards, str) else wildcards,
+                      log_file=spec.get("log"), config=spec.get("config"), sources=parse_sources(spec.get("sources")))
+    except (ProvenanceError, ValueError) as err:
+        raise SystemExit(f"provenance: {err}") from None
+
+
 # --------------------------------------------------------------------------- lineage
 
 class _Hasher:
@@ -357,15 +380,32 @@ def _display(abs_path: str) -> str:
     return rel_key(abs_path)
 
 
+#: top-level directories of the workflow root that hold only files the workflow makes: a file there
+#: without a record of its own is an unrecorded output, never a raw input
+WORKFLOW_OUTPUT_DIRS = ("results",)
+
+
+def _workflow_output(key: str) -> bool:
+    """Whether a recorded path (relative to the workflow root, or absolute) is under WORKFLOW_OUTPUT_DIRS."""
+    return not os.path.isabs(key) and key.replace(os.sep, "/").split("/", 1)[0] in WORKFLOW_OUTPUT_DIRS
+
+
 def lineage_tree(path: Path | str, *, max_depth: int | None = None, rehash: bool = False) -> dict:
     """The provenance tree of `path` as nested dicts, and a summary.
 
     Node: path, sha256 (current; null when absent), recorded_sha256 (what the consumer, or for the
-    root its own sidecar, recorded), rule (null for raw), raw, url, status (ok | changed | missing),
-    inputs (child nodes), and ``ref: true`` on a file already shown above (no inputs repeated).
-    A raw file is one without sidecar, or whose sidecar lists no inputs (a download); status is
-    `changed` when the current sha256 differs from a recorded one (the consumer's or its own
-    sidecar's), or when an absent file's sidecar disagrees with what its consumer recorded.
+    root its own sidecar, recorded), rule (null without a record of its own), raw, recorded (has a
+    record of its own), url, status (ok | changed | missing | no record), inputs (child nodes), and
+    ``ref: true`` on a file already shown above (no inputs repeated).
+
+    A raw file is a declared input of the workflow: a download (its own record lists no inputs), a
+    file without record whose consumer recorded its public URL (``sources``), or a file without
+    record outside the workflow's output directories (WORKFLOW_OUTPUT_DIRS, e.g. data_root files
+    without a public URL, such as MLDoc). Any other file without a record of its own is flagged with
+    status `no record`: a workflow output (under results/) that has no sidecar, or whose sidecar is
+    unreadable or is not the record of that file. Status is `changed` when the current sha256 differs
+    from a recorded one (the consumer's or its own sidecar's; this wins over `no record`), or when an
+    absent file's sidecar disagrees with what its consumer recorded.
     """
     hasher = _Hasher(use_cache=not rehash)
     seen: set[str] = set()  # expanded in full
@@ -373,8 +413,9 @@ def lineage_tree(path: Path | str, *, max_depth: int | None = None, rehash: bool
     urls: dict[str, str] = {}
     changed: set[str] = set()
     raw: set[str] = set()
+    unrecorded: set[str] = set()
 
-    def node(abs_path: str, edge: dict | None, url: str | None, depth: int) -> dict:
+    def node(abs_path: str, edge: dict | None, url: str | None, depth: int, key: str | None = None) -> dict:
         rec = read_sidecar(abs_path)
         own = _own_key(abs_path, rec) if rec else None
         own_entry = rec["outputs"][own[0]] if own else None
@@ -384,35 +425,49 @@ def lineage_tree(path: Path | str, *, max_depth: int | None = None, rehash: bool
             status = "changed" if len(set(recorded)) > 1 else "missing"
         else:
             status = "changed" if any(r != current for r in recorded) else "ok"
-        is_raw = own is None or not rec.get("inputs")
         if url is None and rec and own:
             url = (rec.get("sources") or {}).get(own[0])
         url = urls.setdefault(abs_path, url) if url else urls.get(abs_path)  # also on back-references
+        if own is not None:
+            is_raw, no_record = not rec.get("inputs"), False
+        elif os.path.exists(sidecar_path(abs_path)):  # a sidecar, but not this file's record
+            is_raw, no_record = False, True
+        elif url:
+            is_raw, no_record = True, False
+        else:
+            no_record = _workflow_output(key if key is not None else rel_key(abs_path))
+            is_raw = not no_record
+        if no_record and status != "changed":
+            status = "no record"
         n = {"path": _display(abs_path), "sha256": current,
              "recorded_sha256": recorded[0] if recorded else None,
-             "rule": rec.get("rule") if own else None, "raw": is_raw, "url": url, "status": status}
+             "rule": rec.get("rule") if own else None, "raw": is_raw, "recorded": own is not None, "url": url,
+             "status": status}
         nodes.add(abs_path)
         if status == "changed":
             changed.add(abs_path)
         if is_raw:
             raw.add(abs_path)
+        if no_record:
+            unrecorded.add(abs_path)
         if abs_path in seen:
             n["ref"] = True
             return n
-        if not is_raw and max_depth is not None and depth >= max_depth:
+        if own is not None and not is_raw and max_depth is not None and depth >= max_depth:
             n["truncated"] = len(rec["inputs"])  # not marked seen: a shallower path may show it in full
             return n
         seen.add(abs_path)
-        if is_raw:
+        if own is None or is_raw:
             return n
         root = own[1]
         sources = rec.get("sources") or {}
-        n["inputs"] = [node(_resolve(k, root), e, sources.get(k), depth + 1)
+        n["inputs"] = [node(_resolve(k, root), e, sources.get(k), depth + 1, k)
                        for k, e in sorted(rec["inputs"].items())]
         return n
 
     tree = node(os.path.abspath(os.fspath(path)), None, None, 0)
-    return {"tree": tree, "summary": {"nodes": len(nodes), "raw": len(raw), "changed": len(changed)}}
+    return {"tree": tree, "summary": {"nodes": len(nodes), "raw": len(raw), "changed": len(changed),
+                                      "unrecorded": len(unrecorded)}}
 
 
 def format_lineage(result: dict) -> str:
@@ -421,7 +476,9 @@ def format_lineage(result: dict) -> str:
 
     def label(n: dict) -> str:
         sha = n["sha256"] or n["recorded_sha256"]
-        if n["raw"] and n["rule"] is None:
+        if not n["raw"] and not n.get("recorded", True):
+            what = f"{(sha or '-')[:12]}  (no provenance record)"
+        elif n["raw"] and n["rule"] is None:
             what = f"raw {n['url'] or '(no URL recorded)'}  sha256={sha or '-'}"
         elif n["raw"]:
             what = f"{n['rule']} (raw) {n['url'] or '(no URL recorded)'}  sha256={sha or '-'}"
@@ -443,7 +500,8 @@ def format_lineage(result: dict) -> str:
 
     walk(result["tree"], "", "")
     s = result["summary"]
-    lines.append(f"{s['nodes']} nodes, {s['raw']} raw files, {s['changed']} changed")
+    lines.append(f"{s['nodes']} nodes, {s['raw']} raw files, {s['changed']} changed, "
+                 f"{s.get('unrecorded', 0)} without a record")
     return "\n".join(lines)
 
 
@@ -664,7 +722,7 @@ def cmd_lineage(a) -> None:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         print(format_lineage(result))
-    if result["summary"]["changed"]:
+    if result["summary"]["changed"] or result["summary"]["unrecorded"]:
         raise SystemExit(1)
 
 
@@ -694,7 +752,8 @@ def add_cli(sub) -> None:
                    help="public URL of a raw input (repeatable)")
     s.set_defaults(func=cmd_provenance)
 
-    s = sub.add_parser("lineage", help="the provenance tree of a file, back to the raw downloads")
+    s = sub.add_parser("lineage", help="the provenance tree of a file, back to the raw downloads; exit 1 when a "
+                                       "recorded file changed or a workflow output has no record")
     s.add_argument("file")
     s.add_argument("--json", action="store_true")
     s.add_argument("--max-depth", type=int)

@@ -123,10 +123,6 @@ def _paper_table_cell(row: dict) -> str:
     return f"{row['paper_table']} ({row['paper_code']})" if row.get("paper_code") else str(row["paper_table"])
 
 
-def write_table1(rows: list[dict], md_path: Path | str, csv_path: Path | str, *, run_name: str) -> None:
-    write_tatoeba_table(rows, md_path, csv_path, run_name=run_name, unseen=False)
-
-
 def write_tatoeba_table(rows: list[dict], md_path: Path | str, csv_path: Path | str, *, run_name: str,
                         unseen: bool) -> None:
     """Table 1 (languages with training data) or Table 9 (Tatoeba languages without any)."""
@@ -214,11 +210,6 @@ def paper_values(name: str, key: str, value: str) -> dict:
 def mean(values) -> float | None:
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
-
-
-def missing_rows(keys: list[str], note: str, **fixed) -> list[dict]:
-    """Rows of a task that could not run: status missing, the note says how to get the data."""
-    return [{**{"language": k}, **fixed, "status": "missing", "note": note} for k in keys]
 
 
 def write_wmt_table(md_path, csv_path, *, run_name: str, languages_: list[str], scores: dict | None,
@@ -430,7 +421,7 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
                      pairs: list[str], missing: str | None) -> None:
     """Table 4: BUCC 2018 mining, P/R/F1 on the training set at the F1-optimal threshold, and the
     number of test pairs extracted with that threshold (the test gold is not public)."""
-    from laser_repro.config import BUCC_LANGUAGES
+    from laser_repro import bucc
     from laser_repro.textio import count_lines
 
     paper: dict[tuple[str, str, str], float] = {}  # TACL Table 4 (F1 only)
@@ -441,7 +432,7 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
             paper[key] = float(row["value"])
         if row.get(README_RERUN):
             readme[key] = float(row[README_RERUN])
-    langs = languages_ or list(BUCC_LANGUAGES)
+    langs = languages_ or list(bucc.LANGUAGES)
     by_lang = {s["language"]: s for s in scores or []}
     extracted = {Path(p).name.split("-")[0]: count_lines(p) for p in pairs}
     rows = []
@@ -450,7 +441,7 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
         pct = (lambda key: None if s is None else round(100 * s[key], 2))
         f1 = pct("f1")
         rows.append({
-            "language": code, "pair": f"{BUCC_LANGUAGES.get(code, code)}-en", "name": languages.get(code).name,
+            "language": code, "pair": f"{bucc.bucc_code(code)}-en", "name": languages.get(code).name,
             "train_precision": pct("precision"), "train_recall": pct("recall"), "train_f1": f1,
             "paper_train_precision": paper.get((code, "train", "precision")),
             "paper_train_recall": paper.get((code, "train", "recall")),

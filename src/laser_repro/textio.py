@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +15,22 @@ from tqdm import tqdm
 
 class InputError(ValueError):
     """Bad input data; the message names the file and line."""
+
+
+# C0 and C1 control characters except tab (whitespace, kept inside a sentence), and the line and
+# paragraph separators U+2028 / U+2029. Among them are all the characters other tools (Python's
+# str.splitlines, Moses, editors) treat as line ends -- \n \r \v \f \x1c-\x1e \x85 and LS / PS: inside a
+# sentence they would shift the alignment of parallel files -- and NUL, a C string end for such tools.
+# All of them are non-printable, so str.isprintable() is a fast path around the regex.
+CONTROL_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """The text on one line, as every stage writes it: control characters (:data:`CONTROL_CHARS`)
+    become spaces, outer whitespace goes."""
+    if not text.isprintable():  # fast path: every character of CONTROL_CHARS is non-printable
+        text = CONTROL_CHARS.sub(" ", text)
+    return text.strip()
 
 
 def iter_lines(path: Path | str, *, progress: bool = False, desc: str | None = None) -> Iterator[str]:

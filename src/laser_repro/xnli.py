@@ -23,9 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-import re
 import zipfile
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from laser_repro import languages
-from laser_repro.textio import InputError, atomic_output, decode_lines, write_json
+from laser_repro.archives import ZIP_ERRORS, find_zip_member
+from laser_repro.textio import InputError, atomic_output, decode_lines, one_line, write_json
 
 log = logging.getLogger(__name__)
 
@@ -69,29 +68,8 @@ XNLI_DEFAULTS = {
     "normalize": True,
 }
 
-# Characters other tools treat as line ends; inside a sentence they would shift the alignment.
-_LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-
-
-def one_line(text: str) -> str:
-    """The text on one line: line-break characters become spaces, outer whitespace goes."""
-    return _LINE_BREAKS.sub(" ", text).strip()
-
 
 # --------------------------------------------------------------------------- zip reading
-
-
-def _find_member(zf: zipfile.ZipFile, wanted: str, zip_path: Path) -> str:
-    """``wanted`` or, failing that, the one member with the same file name (macOS junk excluded)."""
-    names = zf.namelist()
-    if wanted in names:
-        return wanted
-    base = wanted.rsplit("/", 1)[-1]
-    hits = [n for n in names if n.rsplit("/", 1)[-1] == base and not n.startswith("__MACOSX/")]
-    if len(hits) == 1:
-        return hits[0]
-    shown = ", ".join(names[:15]) + (f", ... ({len(names)} members)" if len(names) > 15 else "")
-    raise InputError(f"{zip_path}: no member {wanted!r}; the zip contains: {shown or '(nothing)'}")
 
 
 def zip_lines(zip_path: Path | str, wanted: str) -> Iterator[tuple[str, int, str]]:
@@ -103,7 +81,7 @@ def zip_lines(zip_path: Path | str, wanted: str) -> Iterator[tuple[str, int, str
         raise InputError(f"{zip_path}: no such file")
     try:
         with zipfile.ZipFile(zip_path) as zf:
-            member = _find_member(zf, wanted, zip_path)
+            member = find_zip_member(zf, wanted, zip_path, InputError)
             where = f"{zip_path}:{member}"
             number = 0
             with zf.open(member) as stream:
@@ -112,7 +90,7 @@ def zip_lines(zip_path: Path | str, wanted: str) -> Iterator[tuple[str, int, str
                     if number == 1:
                         line = line.removeprefix("\ufeff")
                     yield where, number, line
-    except (zipfile.BadZipFile, zlib.error, EOFError) as err:
+    except ZIP_ERRORS as err:
         raise InputError(f"{zip_path}: corrupt or truncated zip: {err}") from None
 
 
@@ -432,14 +410,7 @@ def classify(train: NliFiles, dev: NliFiles, tests: Mapping[str, NliFiles], conf
         "normalize": normalize,
         "n_classes": len(XNLI_LABELS),
         "labels": list(XNLI_LABELS),
-        "seed": config.seed,
-        "threads": _threads(),
-        "selection": "best English dev accuracy over the grid and the epochs",
-        "settings_source": SETTINGS_NOTE,
-        "hyperparameters": {**selection.best.hparams.as_dict(), "selected_epoch": selection.best.best_epoch},
-        "dev_accuracy": selection.best.dev_accuracy,
-        "trials": selection.trials,
-        "test_accuracy": test_acc,
+        **classifier.selection_record(selection, config, test_acc, settings_source=SETTINGS_NOTE),
         "sizes": {"train_pairs": len(train_set), "dev_pairs": len(dev_set),
                   "test_pairs": {lang: len(s) for lang, s in test_sets.items()}},
         "inputs": {"train": train.as_dict(), "dev": dev.as_dict(),
@@ -479,12 +450,6 @@ def cross_lingual_matrix(model, loaded: Mapping[str, tuple], normalize: bool) ->
             "rows": "premise language", "columns": "hypothesis language", "pairs": len(ref_ids)}
 
 
-def _threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
 # --------------------------------------------------------------------------- command line
 
 
@@ -501,19 +466,10 @@ def cmd_multinli_texts(a) -> None:
 def cmd_xnli_classify(a) -> None:
     from laser_repro import classifier
 
-    config = classifier.config_from_cli(a.params, XNLI_DEFAULTS, a.seed)
-    classifier.set_threads(a.threads)
-    tests = {}
-    for lang, prem, hyp, labels in a.test:
-        languages.get(lang)
-        if lang in tests:
-            raise SystemExit(f"xnli-classify: language {lang} given twice with --test")
-        tests[lang] = NliFiles(Path(prem), Path(hyp), Path(labels))
-    scores = classify(NliFiles(Path(a.train_premises), Path(a.train_hypotheses), Path(a.train_labels)),
-                      NliFiles(Path(a.dev_premises), Path(a.dev_hypotheses), Path(a.dev_labels)),
-                      tests, config, matrix=not a.no_matrix)
-    scores["config"] = config.as_dict()
-    write_json(a.scores, scores)
+    train = NliFiles(Path(a.train_premises), Path(a.train_hypotheses), Path(a.train_labels))
+    dev = NliFiles(Path(a.dev_premises), Path(a.dev_hypotheses), Path(a.dev_labels))
+    classifier.run_classify_command(a, "xnli-classify", XNLI_DEFAULTS, NliFiles,
+                                    lambda tests, config: classify(train, dev, tests, config, matrix=not a.no_matrix))
 
 
 def add_cli(sub) -> None:

@@ -11,12 +11,12 @@ rule variant_metrics:
         "results/{run}/logs/{variant}/metrics.log",
     params:
         files=lambda w, input: " ".join(f"--{task} {' '.join(map(shlex.quote, input[task]))}" for task in input.keys()),
-        flores_languages=lambda w: ("--flores-languages " + " ".join(
-            lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)) if FLORES else "",
+        flores_languages=lambda w: shlex.join(["--flores-languages", *(
+            lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)]) if FLORES else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro variant-metrics --variant {wildcards.variant} {params.files} {params.flores_languages}"
+        logged("laser-repro variant-metrics --variant {wildcards.variant:q} {params.files} {params.flores_languages}"
                " --output {output:q}")
 
 
@@ -50,7 +50,7 @@ rule ablation_table:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro ablation-table --table {wildcards.n} --run-name {wildcards.run} --rows {params.rows}"
+        logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
                " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}")
 
 

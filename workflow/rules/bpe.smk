@@ -36,7 +36,7 @@ rule bpe_learn:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-learn --words {input:q} --merges {params.merges}"
+        logged("laser-repro bpe-learn --words {input:q} --merges {params.merges:q}"
                " --codes {output.codes:q} --vocab {output.vocab:q}", keys=["bpe.merges"])
 
 
@@ -69,4 +69,4 @@ rule bpe_apply:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
-               " --block-lines {params.block} --inputs {input.shards:q}", keys=["preprocess.block_lines"])
+               " --block-lines {params.block:q} --inputs {input.shards:q}", keys=["preprocess.block_lines"])

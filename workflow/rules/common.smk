@@ -6,12 +6,12 @@ import sys
 from laser_repro import config as run_config
 from laser_repro import languages
 from laser_repro.ablation import TABLES as ABLATION_TABLES
-from laser_repro.config import BUCC_LANGUAGES
+from laser_repro import bucc, corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
 # PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
 os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-PLAN = run_config.Plan(run_config.validate(config, source="snakemake config"))
+PLAN = run_config.Plan(run_config.validate_snakemake(workflow, config))
 CFG = PLAN.config
 RUN = f"results/{CFG['run_name']}"
 TABLE1 = [f"results/tables/{CFG['run_name']}/table1.md", f"results/tables/{CFG['run_name']}/table1.csv"]
@@ -135,25 +135,72 @@ def config_value(key):
     return value
 
 
+class InProcessRecord(str):
+    """The shell command of a rule whose `laser-repro` process records its provenance (see logged()),
+    with `settings` (the config keys it depends on) and `sources` (whether params.sources names raw inputs)."""
+
+    def __new__(cls, shell, settings, sources):
+        self = super().__new__(cls, shell)
+        self.settings, self.sources = settings, sources
+        return self
+
+    def __getnewargs__(self):  # copies (`use rule ... with`) keep the attributes
+        return str(self), self.settings, self.sources
+
+
 def logged(cmd, keys=(), sources=False):
     """Shell command with its stdout and stderr sent to the rule's log; once it succeeded, a provenance
     record beside every output (<output>.prov.json: inputs with sha256, the config `keys` the rule
     depends on, code and library versions, host, start/end; laser_repro.provenance). `sources`: the
-    rule reads raw files; their public URLs are recorded (params.sources)."""
-    settings = shell_quote_json({key: config_value(key) for key in keys}).replace("{", "{{").replace("}", "}}")
+    rule reads raw files; their public URLs are recorded (params.sources).
+
+    A command that is one `laser-repro SUBCOMMAND ...` records in that same process: `laser-repro
+    --provenance-json JSON SUBCOMMAND ...` writes the record once the subcommand returned (the JSON,
+    params.provenance_json, is set by name_recorded_rules). A compound command (`&&`, subshell, `rm`)
+    is followed by `python -m laser_repro.provenance provenance ...`. Every path and value is quoted."""
+    settings = {key: config_value(key) for key in keys}
+    if cmd.startswith("laser-repro ") and not any(c in cmd for c in "();|&<>`$\n"):
+        return InProcessRecord(f"laser-repro --provenance-json {{params.provenance_json}}"
+                               f" {cmd.removeprefix('laser-repro ')} > {{log:q}} 2>&1", settings, sources)
+    settings = shell_quote_json(settings).replace("{", "{{").replace("}", "}}")
     source_args = " {params.sources}" if sources else ""
-    return (f"T0=$(date -u +%Y-%m-%dT%H:%M:%SZ); {cmd} > {{log}} 2>&1"
-            f" && python -m laser_repro.provenance provenance --rule {{params.rule_name}} --start $T0"
-            f" --inputs {{input}} --outputs {{output}}"
-            f" --log {{log}} --config-json {settings}{source_args} >> {{log}} 2>&1")
+    return (f"T0=$(date -u +%Y-%m-%dT%H:%M:%SZ); {cmd} > {{log:q}} 2>&1"
+            f" && python -m laser_repro.provenance provenance --rule {{params.rule_name}} --start \"$T0\""
+            f" --inputs {{input:q}} --outputs {{output:q}}"
+            f" --log {{log:q}} --config-json {settings}{source_args} >> {{log:q}} 2>&1")
+
+
+def provenance_json(rule_, settings, sources):
+    """params.provenance_json of a rule recording in-process (laser-repro --provenance-json), one shell
+    argument: JSON of the rule name, inputs, outputs, log, config and `PATH=URL` sources of one job."""
+    import json
+
+    source_items = getattr(rule_.params.get("sources"), "items", None) if sources else None
+    if sources and source_items is None:
+        raise ValueError(f"{rule_.name}: logged(sources=True) needs params.sources=raw_sources or downloaded_from(...)")
+
+    def param(wildcards, input, output):
+        logs = rule_.expand_log(dict(wildcards.items()))
+        spec = {"rule": rule_.name, "inputs": list(input), "outputs": list(output),
+                "log": str(logs[0]) if logs else None, "config": settings,
+                "sources": source_items(wildcards, input, output) if source_items else []}
+        return shlex.quote(json.dumps(spec, sort_keys=True))
+
+    return param
 
 
 def name_recorded_rules():
-    """params.rule_name of every rule whose command ends in a provenance record (`{rule}` would do
-    in the shell command, but the linter does not know it). Call once all rules are defined."""
+    """The provenance params of every rule whose command records provenance, params.rule_name where a
+    separate `python -m laser_repro.provenance` records it (`{rule}` would do in the shell command, but
+    the linter does not know it; quoted here), params.provenance_json where `laser-repro
+    --provenance-json` does. Call once all rules are defined."""
     for rule_ in workflow.rules:
-        if rule_.shellcmd and "laser_repro.provenance" in rule_.shellcmd:
-            rule_.set_params(rule_name=rule_.name)
+        if not rule_.shellcmd:
+            continue
+        if "laser_repro.provenance" in rule_.shellcmd:
+            rule_.set_params(rule_name=shlex.quote(rule_.name))
+        elif isinstance(rule_.shellcmd, InProcessRecord):
+            rule_.set_params(provenance_json=provenance_json(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
 
 
 RAW_URLS = {}  # raw input file (corpus, test set) -> its public URL, for provenance records
@@ -164,24 +211,42 @@ def raw(path, url):
     return path
 
 
-def downloaded_from(url_of):
-    """params.sources of a download rule: its output comes from url_of(wildcards)."""
-    import shlex
+def source_args(items):
+    """--source PATH=URL arguments (quoted) of provenance's PATH=URL items."""
+    return " ".join(f"--source {shlex.quote(item)}" for item in items)
 
-    return lambda w, output: f"--source {shlex.quote(f'{output[0]}={url_of(w)}')}"
+
+def downloaded_from(url_of):
+    """params.sources of a download rule: its output comes from url_of(wildcards). Its `items`: the
+    PATH=URL items themselves (the in-process record)."""
+    items = lambda w, input, output: [f"{output[0]}={url_of(w)}"]
+    sources = lambda w, output: source_args(items(w, None, output))
+    sources.items = items
+    return sources
+
+
+def raw_source_items(w, input, output=None):
+    return [f"{path}={RAW_URLS[path]}" for path in input if path in RAW_URLS]
 
 
 def raw_sources(w, input):
     """--source PATH=URL for the rule's raw inputs."""
-    import shlex
+    return source_args(raw_source_items(w, input))
 
-    return " ".join(f"--source {shlex.quote(f'{path}={RAW_URLS[path]}')}" for path in input if path in RAW_URLS)
+
+raw_sources.items = raw_source_items
 
 
 def opus_zip(corpus, src, tgt):
     c = PLAN.corpora[corpus]
-    a, b = sorted([languages.opus_code(src, c.get("codes")), languages.opus_code(tgt, c.get("codes"))])
-    return f"resources/opus/OPUS-{c['corpus']}/{c['version']}/moses/{a}-{b}.txt.zip"
+    codes = (languages.opus_code(src, c.get("codes")), languages.opus_code(tgt, c.get("codes")))
+    return f"resources/opus/{corpora.opus_moses_path(c['corpus'], c['version'], *codes)}"
+
+
+def opus_url(w):
+    """The OPUS URL of rule download_opus's zip (OPUS language codes hold no '-')."""
+    return corpora.opus_moses_url(w.opus_corpus, w.version, *w.zipname.split("-", 1),
+                                  base_url=CFG["opus"]["base_url"])
 
 
 def local_corpus_file(corpus, lang):
@@ -224,26 +289,28 @@ def extract_inputs(w):
 
 def extract_args(w, input):
     c = PLAN.corpora[w.corpus]
-    args = [f"--src {w.src} --tgt {w.tgt}"]
+    args = ["--src", w.src, "--tgt", w.tgt]  # words, quoted at the end (paths, codes: config values)
+    if c.get("allow_absent_pairs"):  # a pair with no sentence: empty bitext, "absent": true in its stats
+        args.append("--absent-ok")
     if c["kind"] == "opus":
-        args.append(f"--opus-zip {input.zip} --opus-corpus {c['corpus']}"
-                    f" --src-code {languages.opus_code(w.src, c.get('codes'))}"
-                    f" --tgt-code {languages.opus_code(w.tgt, c.get('codes'))}")
+        args += ["--opus-zip", input.zip, "--opus-corpus", c["corpus"],
+                 "--src-code", languages.opus_code(w.src, c.get("codes")),
+                 "--tgt-code", languages.opus_code(w.tgt, c.get("codes"))]
     else:
-        args.append(f"--src-file {input.src_file} --tgt-file {input.tgt_file}")
+        args += ["--src-file", input.src_file, "--tgt-file", input.tgt_file]
     for key in ("first_n", "max_pairs"):
         if c.get(key):
-            args.append(f"--{key.replace('_', '-')} {c[key]}")
+            args += [f"--{key.replace('_', '-')}", c[key]]
     filters = CFG["filters"]
-    args.append(f"--max-chars {filters['max_chars']}")
+    args += ["--max-chars", filters["max_chars"]]
     if filters.get("max_ratio"):
-        args.append(f"--max-ratio {filters['max_ratio']}")
+        args += ["--max-ratio", filters["max_ratio"]]
     if "tatoeba" in input.keys():
-        args.append(f"--exclude-tatoeba {input.tatoeba[0]} {input.tatoeba[1]}")
+        args += ["--exclude-tatoeba", input.tatoeba[0], input.tatoeba[1]]
     heldout = PLAN.heldout_lines(w.corpus)
     if heldout:  # the FLORES evaluation lines (flores_eval.heldout_lines) are never trained on
-        args.append(f"--skip-lines {heldout[0]} {heldout[1]}")
-    return " ".join(args)
+        args += ["--skip-lines", heldout[0], heldout[1]]
+    return shlex.join(map(str, args))
 
 
 def opus_sha256_arg(w):
@@ -251,7 +318,7 @@ def opus_sha256_arg(w):
     name = f"{w.zipname}.txt.zip"
     for c in PLAN.corpora.values():
         if c.get("corpus") == w.opus_corpus and name in c.get("sha256", {}):
-            return f"--sha256 {c['sha256'][name]}"
+            return f"--sha256 {shlex.quote(c['sha256'][name])}"
     return ""
 
 
@@ -282,23 +349,18 @@ def missing_note(task, files, how=""):
     absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
     if not absent:
         return None
-    fetch = "; ".join(f"`laser-repro fetch --url {RAW_URLS[f]} --dest {f}`" for f in absent if f in RAW_URLS)
+    fetch = "; ".join(f"`laser-repro fetch --url {shlex.quote(RAW_URLS[f])} --dest {shlex.quote(f)}`"
+                      for f in absent if f in RAW_URLS)
     return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
             f"into resources/eval/). " if fetch else "") + how).strip()
 
 
 # ---- evaluation: data locations, input functions ---------------------------------------------------------------------------------
 def bucc_archive(xx, split):
-    """split: training-gold (sentences + gold) or test (sentences only; the test gold is private)."""
+    """split: training (sentences + gold) or test (sentences only; the test gold is private)."""
     cfg = EVAL["bucc"]
-    code = BUCC_LANGUAGES[xx]
-    name = f"bucc2018-{code}-en.{split}.tar.bz2"
-    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(name), xx=code, split=split)
-
-
-def bucc_member(xx, split, side):
-    code = BUCC_LANGUAGES[xx]
-    return f"bucc2018/{code}-en/{code}-en.{split}.{code if side == xx else 'en'}"
+    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(bucc.archive_name(xx, split)),
+                      xx=bucc.bucc_code(xx), split=bucc.ARCHIVE_SPLITS[split])
 
 
 def xnli_zip():
@@ -339,7 +401,7 @@ def wmt_languages():
 TASK_MISSING = {}
 if "bucc" in EVAL:
     TASK_MISSING["bucc"] = missing_note(
-        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training-gold", "test")])
+        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training", "test")])
 if "xnli" in EVAL:
     TASK_MISSING["xnli"] = missing_note(
         "xnli", [xnli_zip(), multinli_zip()])

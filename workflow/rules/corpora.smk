@@ -8,22 +8,22 @@ rule download_opus:
     log:
         "resources/logs/opus/{opus_corpus}/{version}/{zipname}.log",
     params:
-        url=lambda w: f"{CFG['opus']['base_url']}/OPUS-{w.opus_corpus}/{w.version}/moses/{w.zipname}.txt.zip",
-        mirror=lambda w: f"--mirror {CFG['opus']['mirror']}" if CFG["opus"].get("mirror") else "",
+        url=opus_url,
+        mirror=lambda w: f"--mirror {shlex.quote(CFG['opus']['mirror'])}" if CFG["opus"].get("mirror") else "",
         sha=opus_sha256_arg,
         base=CFG["opus"]["base_url"],
         absent_ok=lambda w: "--absent-ok" if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values()
                                                  if c.get("corpus") == w.opus_corpus) else "",
         retries=CFG["opus"]["retries"],
-        sources=downloaded_from(lambda w: f"{CFG['opus']['base_url']}/OPUS-{w.opus_corpus}/{w.version}/moses/{w.zipname}.txt.zip"),
+        sources=downloaded_from(opus_url),
     retries: 1
     resources:
         downloads=1,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} {params.sha}"
-               " --retries {params.retries} --base-url {params.base} {params.mirror} {params.absent_ok}",
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
+               " --retries {params.retries:q} --base-url {params.base:q} {params.mirror} {params.absent_ok}",
                keys=["opus"], sources=True)
 
 
@@ -34,7 +34,7 @@ rule download_archive:
         "resources/logs/{corpus}/archive.log",
     params:
         url=lambda w: PLAN.corpora[w.corpus]["download"]["url"],
-        sha=lambda w: f"--sha256 {PLAN.corpora[w.corpus]['download']['sha256']}"
+        sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
         if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
         retries=CFG["opus"]["retries"],
         sources=downloaded_from(lambda w: PLAN.corpora[w.corpus]["download"]["url"]),
@@ -43,7 +43,7 @@ rule download_archive:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} {params.sha} --retries {params.retries}",
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
                keys=["corpora"], sources=True)
 
 
@@ -61,7 +61,7 @@ rule extract_archive_member:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro extract-member --archive {input} --member {params.member} --output {output}")
+        logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
 
 
 rule download_tatoeba_test:
@@ -78,7 +78,7 @@ rule download_tatoeba_test:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} --retries {params.retries}",
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
                keys=["evaluation.tatoeba.url"], sources=True)
 
 
@@ -100,7 +100,7 @@ rule extract_bitext:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro extract {params.args}"
-               " --out-src {output.src} --out-tgt {output.tgt} --stats {output.stats}",
+               " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",
                keys=["corpora", "filters"], sources=True)
 
 

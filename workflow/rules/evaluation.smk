@@ -11,7 +11,6 @@ rule eval_embed:
         codes="results/{run}/bpe/codes",
         encoder=encoder,
     output:
-        bpe=temp("results/{run}/eval/{task}/{variant}/bpe/{name}.{lang}"),
         emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
     log:
         "results/{run}/logs/{variant}/eval/{task}/embed/{name}.{lang}.log",
@@ -25,10 +24,10 @@ rule eval_embed:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase} --lang {wildcards.lang}"
-               " --input {input.text} --output {output.bpe}"
-               " && laser-repro embed --encoder {input.encoder} --input {output.bpe} --output {output.emb}"
-               " --max-tokens {params.max_tokens} --threads {threads})", keys=["preprocess.lowercase", "embed.max_tokens"])
+        logged("laser-repro embed --encoder {input.encoder:q} --codes {input.codes:q} {params.lowercase}"
+               " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q}"
+               " --max-tokens {params.max_tokens:q} --threads {threads}",
+               keys=["preprocess.lowercase", "embed.max_tokens"])
 
 
 rule download_eval:
@@ -41,17 +40,18 @@ rule download_eval:
         path=".+",
     params:
         url=lambda w, output: EVAL_DOWNLOADS[output[0]][0],
-        sha=lambda w, output: f"--sha256 {EVAL_DOWNLOADS[output[0]][1]}" if EVAL_DOWNLOADS[output[0]][1] else "",
+        sha=lambda w, output: f"--sha256 {shlex.quote(EVAL_DOWNLOADS[output[0]][1])}" if EVAL_DOWNLOADS[output[0]][1] else "",
         # the mirror holds <host>/<path>: map scheme://host onto <mirror>/<host>
-        mirror=lambda w, output: (f"--base-url {EVAL_DOWNLOADS[output[0]][0].split('://')[0]}://{w.host}"
-                                  f" --mirror {EVAL['mirror'].rstrip('/')}/{w.host}") if EVAL.get("mirror") else "",
+        mirror=lambda w, output: shlex.join(["--base-url", f"{EVAL_DOWNLOADS[output[0]][0].split('://')[0]}://{w.host}",
+                                             "--mirror", f"{EVAL['mirror'].rstrip('/')}/{w.host}"])
+        if EVAL.get("mirror") else "",
         retries=EVAL["retries"],
     resources:
         downloads=1,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url} --dest {output} {params.sha} --retries {params.retries}"
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
                " {params.mirror}")
 
 
@@ -61,7 +61,7 @@ localrules: download_eval
 # ---- BUCC 2018 (Table 4) ---------------------------------------------------------------------------------
 rule bucc_sentences:
     input:
-        lambda w: bucc_archive(w.xx, "training-gold" if w.split == "training" else "test"),
+        lambda w: bucc_archive(w.xx, w.split),
     output:
         text="results/{run}/eval/bucc/text/{xx}-{split}-{side}.{side}.txt",
         ids="results/{run}/eval/bucc/ids/{xx}-{split}-{side}.tsv",
@@ -72,28 +72,29 @@ rule bucc_sentences:
         split="training|test",
     params:
         sources=raw_sources,
-        member=lambda w: bucc_member(w.xx, w.split, w.side),
+        member=lambda w: bucc.member_name(w.xx, w.split, w.side),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-sentences --archive {input} --member {params.member}"
-               " --sentences {output.text} --ids {output.ids}", sources=True)
+        logged("laser-repro bucc-sentences --archive {input:q} --member {params.member:q}"
+               " --sentences {output.text:q} --ids {output.ids:q}", sources=True)
 
 
 rule bucc_gold:
     input:
-        lambda w: bucc_archive(w.xx, "training-gold"),
+        lambda w: bucc_archive(w.xx, "training"),
     output:
         "results/{run}/eval/bucc/gold/{xx}-training.gold",
     log:
         "results/{run}/logs/eval/bucc/gold/{xx}.log",
     params:
         sources=raw_sources,
-        member=lambda w: f"bucc2018/{BUCC_LANGUAGES[w.xx]}-en/{BUCC_LANGUAGES[w.xx]}-en.training.gold",
+        member=lambda w: bucc.member_name(w.xx, "training", "gold"),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro extract-member --archive {input} --member {params.member} --output {output}", sources=True)
+        logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}",
+               sources=True)
 
 
 rule bucc_mine:
@@ -109,16 +110,17 @@ rule bucc_mine:
     wildcard_constraints:
         split="training|test",
     params:
-        cfg=lambda w: f"--k {EVAL['bucc']['k']} --margin {EVAL['bucc']['margin']} --mode {EVAL['bucc']['mode']}"
-        f" --shard-rows {EVAL['bucc']['shard_rows']}",
+        cfg=lambda w: shlex.join(str(x) for x in ("--k", EVAL["bucc"]["k"], "--margin", EVAL["bucc"]["margin"],
+                                                  "--mode", EVAL["bucc"]["mode"],
+                                                  "--shard-rows", EVAL["bucc"]["shard_rows"])),
     threads: CFG["embed"]["threads"]
     resources:
         mem_mb=8000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-mine --src-emb {input.src} --trg-emb {input.trg} {params.cfg}"
-               " --threads {threads} --candidates {output}", keys=["evaluation.bucc"])
+        logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
+               " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc"])
 
 
 rule bucc_evaluate:
@@ -134,8 +136,8 @@ rule bucc_evaluate:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-evaluate --candidates {input.candidates} --src-ids {input.src_ids}"
-               " --trg-ids {input.trg_ids} --gold {input.gold} --lang {wildcards.xx} --scores {output}")
+        logged("laser-repro bucc-evaluate --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
+               " --trg-ids {input.trg_ids:q} --gold {input.gold:q} --lang {wildcards.xx:q} --scores {output:q}")
 
 
 rule bucc_extract:
@@ -151,8 +153,8 @@ rule bucc_extract:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-extract --candidates {input.candidates} --src-ids {input.src_ids}"
-               " --trg-ids {input.trg_ids} --threshold-from {input.train} --pairs {output}")
+        logged("laser-repro bucc-extract --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
+               " --trg-ids {input.trg_ids:q} --threshold-from {input.train:q} --pairs {output:q}")
 
 
 rule table4:
@@ -168,12 +170,13 @@ rule table4:
         "results/{run}/logs/table4.log",
     params:
         missing=lambda w: missing_arg("bucc"),
-        langs=" ".join(EVAL.get("bucc", {}).get("languages", list(BUCC_LANGUAGES))),
+        langs=list(EVAL.get("bucc", {}).get("languages", list(bucc.LANGUAGES))),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table bucc --run-name {wildcards.run} --languages {params.langs}"
-               " --scores {input.scores} --pairs {input.pairs} {params.missing} --md {output.md} --csv {output.csv}")
+        logged("laser-repro eval-table bucc --run-name {wildcards.run:q} --languages {params.langs:q}"
+               " --scores {input.scores:q} --pairs {input.pairs:q} {params.missing} --md {output.md:q}"
+               " --csv {output.csv:q}")
 
 
 # ---- WMT news test set: similarity error over all ordered language pairs -----------------------------------
@@ -190,16 +193,17 @@ if "wmt" in EVAL:
             f"{RUN}/logs/eval/wmt/texts.log",
         params:
             sources=raw_sources,
-            tarballs=lambda w, input: " ".join(f"--tarball {t}" for t in input),
-            md5=" ".join(f"--md5 {m}" for m in EVAL["wmt"]["md5"]),
-            langs=" ".join(EVAL["wmt"]["languages"]),
+            tarballs=lambda w, input: " ".join(f"--tarball {shlex.quote(t)}" for t in input),
+            md5=" ".join(f"--md5 {shlex.quote(m)}" for m in EVAL["wmt"]["md5"]),
+            langs=list(EVAL["wmt"]["languages"]),
             out_dir=lambda w, output: os.path.dirname(output.meta),
             test_set=WMT_SET,
+            prefix=f"{WMT_SET}.",
         conda:
             "../../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set}"
-                   " --langs {params.langs} --out-dir {params.out_dir} --prefix {params.test_set}.", sources=True)
+            logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set:q}"
+                   " --langs {params.langs:q} --out-dir {params.out_dir:q} --prefix {params.prefix:q}", sources=True)
 
     rule wmt_similarity:
         input:
@@ -210,11 +214,12 @@ if "wmt" in EVAL:
         log:
             f"{RUN}/logs/{{variant}}/eval/wmt/similarity.log",
         params:
-            emb=lambda w: " ".join(f"--emb {lang} {emb('wmt', WMT_SET, lang, w.variant)}" for lang in wmt_languages()),
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant)])
+                                   for lang in wmt_languages()),
         conda:
             "../../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-similarity {params.emb} --meta {input.meta} --scores {output}")
+            logged("laser-repro wmt-similarity {params.emb} --meta {input.meta:q} --scores {output:q}")
 
 
 rule table_wmt:
@@ -227,13 +232,13 @@ rule table_wmt:
         "results/{run}/logs/table_wmt.log",
     params:
         missing=lambda w: missing_arg("wmt"),
-        langs=" ".join(EVAL.get("wmt", {}).get("languages", [])),
-        scores=lambda w, input: f"--scores {input}" if input else "",
+        langs=list(EVAL.get("wmt", {}).get("languages", [])),
+        scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table wmt --run-name {wildcards.run} --languages {params.langs}"
-               " {params.scores} {params.missing} --md {output.md} --csv {output.csv}")
+        logged("laser-repro eval-table wmt --run-name {wildcards.run:q} --languages {params.langs:q}"
+               " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")
 
 
 # ---- XNLI (Tables 2 and 8) -------------------------------------------------------------------------------
@@ -253,8 +258,9 @@ rule xnli_texts:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro xnli-texts --zip {input} --split {wildcards.split} --lang {wildcards.lang}"
-               " --premises {output.premises} --hypotheses {output.hypotheses} --labels {output.labels}", sources=True)
+        logged("laser-repro xnli-texts --zip {input:q} --split {wildcards.split:q} --lang {wildcards.lang:q}"
+               " --premises {output.premises:q} --hypotheses {output.hypotheses:q} --labels {output.labels:q}",
+               sources=True)
 
 
 rule multinli_texts:
@@ -269,13 +275,13 @@ rule multinli_texts:
         "results/{run}/logs/eval/xnli/multinli.log",
     params:
         sources=raw_sources,
-        cap=lambda w: f"--max-pairs {EVAL['xnli']['train_max_pairs']} --seed {CFG['train']['seed']}"
+        cap=lambda w: shlex.join(["--max-pairs", str(EVAL["xnli"]["train_max_pairs"]), "--seed", str(CFG["train"]["seed"])])
         if EVAL["xnli"].get("train_max_pairs") else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro multinli-texts --zip {input} {params.cap} --premises {output.premises}"
-               " --hypotheses {output.hypotheses} --labels {output.labels} --stats {output.stats}", sources=True)
+        logged("laser-repro multinli-texts --zip {input:q} {params.cap} --premises {output.premises:q}"
+               " --hypotheses {output.hypotheses:q} --labels {output.labels:q} --stats {output.stats:q}", sources=True)
 
 
 rule xnli_classify:
@@ -288,7 +294,7 @@ rule xnli_classify:
     benchmark:
         "results/{run}/benchmarks/{variant}/xnli_classify.tsv"
     params:
-        tests=lambda w, input: " ".join(f"--test {lang} " + " ".join(input[f"test_{lang}"])
+        tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
                                         for lang in EVAL["xnli"]["languages"]),
         config=lambda w: shell_quote_json(EVAL["xnli"]["classifier"]),
     threads: CFG["embed"]["threads"]
@@ -297,10 +303,10 @@ rule xnli_classify:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro xnli-classify --train-premises {input.train[0]} --train-hypotheses {input.train[1]}"
-               " --train-labels {input.train[2]} --dev-premises {input.dev[0]} --dev-hypotheses {input.dev[1]}"
-               " --dev-labels {input.dev[2]} {params.tests} --params {params.config} --threads {threads}"
-               " --scores {output}")
+        logged("laser-repro xnli-classify --train-premises {input.train[0]:q} --train-hypotheses {input.train[1]:q}"
+               " --train-labels {input.train[2]:q} --dev-premises {input.dev[0]:q} --dev-hypotheses {input.dev[1]:q}"
+               " --dev-labels {input.dev[2]:q} {params.tests} --params {params.config} --threads {threads}"
+               " --scores {output:q}")
 
 
 rule table2_table8:
@@ -315,13 +321,13 @@ rule table2_table8:
         "results/{run}/logs/table2_table8.log",
     params:
         missing=lambda w: missing_arg("xnli"),
-        langs=" ".join(EVAL.get("xnli", {}).get("languages", [])),
-        scores=lambda w, input: f"--scores {input}" if input else "",
+        langs=list(EVAL.get("xnli", {}).get("languages", [])),
+        scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table xnli --run-name {wildcards.run} --languages {params.langs} {params.scores}"
-               " {params.missing} --md {output.md2} --csv {output.csv2} --md8 {output.md8} --csv8 {output.csv8}")
+        logged("laser-repro eval-table xnli --run-name {wildcards.run:q} --languages {params.langs:q} {params.scores}"
+               " {params.missing} --md {output.md2:q} --csv {output.csv2:q} --md8 {output.md8:q} --csv8 {output.csv8:q}")
 
 
 # ---- MLDoc (Table 3) --------------------------------------------------------------------------------------
@@ -340,8 +346,8 @@ rule mldoc_sentences:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro mldoc-sentences --input {input} --lang {wildcards.lang}"
-               " --sentences {output.text} --docs {output.docs}", sources=True)
+        logged("laser-repro mldoc-sentences --input {input:q} --lang {wildcards.lang:q}"
+               " --sentences {output.text:q} --docs {output.docs:q}", sources=True)
 
 
 rule mldoc_classify:
@@ -352,15 +358,15 @@ rule mldoc_classify:
     log:
         "results/{run}/logs/{variant}/eval/mldoc/classify.log",
     params:
-        tests=lambda w, input: " ".join(f"--test {lang} " + " ".join(input[f"test_{lang}"])
+        tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
                                         for lang in EVAL["mldoc"]["languages"]),
         config=lambda w: shell_quote_json(EVAL["mldoc"]["classifier"]),
     threads: CFG["embed"]["threads"]
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro mldoc-classify --train {input.train} --dev {input.dev} {params.tests}"
-               " --params {params.config} --threads {threads} --scores {output}")
+        logged("laser-repro mldoc-classify --train {input.train:q} --dev {input.dev:q} {params.tests}"
+               " --params {params.config} --threads {threads} --scores {output:q}")
 
 
 rule table3:
@@ -373,10 +379,10 @@ rule table3:
         "results/{run}/logs/table3.log",
     params:
         missing=lambda w: missing_arg("mldoc"),
-        langs=" ".join(EVAL.get("mldoc", {}).get("languages", [])),
-        scores=lambda w, input: f"--scores {input}" if input else "",
+        langs=list(EVAL.get("mldoc", {}).get("languages", [])),
+        scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table mldoc --run-name {wildcards.run} --languages {params.langs}"
-               " {params.scores} {params.missing} --md {output.md} --csv {output.csv}")
+        logged("laser-repro eval-table mldoc --run-name {wildcards.run:q} --languages {params.langs:q}"
+               " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")

@@ -12,17 +12,17 @@ rule flores_select:
     log:
         f"{RUN}/logs/flores/select.log",
     params:
-        langs=" ".join(["eng", *PLAN.flores_languages]),
+        langs=["eng", *PLAN.flores_languages],
         dest=lambda w, output: os.path.dirname(output[0]),
-        heldout=" ".join(str(x) for x in FLORES["heldout_lines"]) if FLORES else "",
+        heldout=list(FLORES["heldout_lines"]) if FLORES else [],
         sample=FLORES["train_sample"] if FLORES else 0,
         seed=FLORES["seed"] if FLORES else 0,
         sources=raw_sources,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-select --lang {params.langs} --raw {input.raw:q} --heldout {params.heldout}"
-               " --sample {params.sample} --seed {params.seed} --dest {params.dest:q}",
+        logged("laser-repro flores-select --lang {params.langs:q} --raw {input.raw:q} --heldout {params.heldout:q}"
+               " --sample {params.sample:q} --seed {params.seed:q} --dest {params.dest:q}",
                keys=["flores_eval.heldout_lines", "flores_eval.train_sample", "flores_eval.seed"], sources=True)
 
 
@@ -55,13 +55,13 @@ rule flores_binarize_valid:
     log:
         f"{RUN}/logs/binarize/valid.log",
     params:
-        pairs=" ".join(f"{s}-{t}" for s, t in PLAN.curve_pairs),
+        pairs=[f"{s}-{t}" for s, t in PLAN.curve_pairs],
         prefix=lambda w, input: input.texts[0].rsplit(".", 1)[0],  # .../bpe/heldout (texts[0] is heldout.eng)
         dest=lambda w, input: os.path.dirname(input.dict),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro binarize-valid --pairs {params.pairs} --prefix {params.prefix:q}"
+        logged("laser-repro binarize-valid --pairs {params.pairs:q} --prefix {params.prefix:q}"
                " --dict {input.dict:q} --dest {params.dest:q}")
 
 
@@ -74,11 +74,11 @@ rule flores_tfidf:
         "results/{run}/logs/flores/tfidf.log",
     params:
         raw_dir=lambda w, input: os.path.dirname(input[0]),
-        langs=lambda w: " ".join(PLAN.flores_languages),
+        langs=lambda w: list(PLAN.flores_languages),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs} --output {output:q}")
+        logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs:q} --output {output:q}")
 
 
 rule flores_xsim:
@@ -92,14 +92,14 @@ rule flores_xsim:
         "results/{run}/logs/{variant}/flores_xsim.log",
     params:
         bpe_dir=lambda w, input: os.path.dirname(input.texts[0]),
-        langs=lambda w: " ".join(PLAN.flores_languages),
+        langs=lambda w: list(PLAN.flores_languages),
         max_tokens=CFG["embed"]["max_tokens"],
     threads: CFG["embed"]["threads"]
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
-               " --bpe-dir {params.bpe_dir:q} --langs {params.langs} --max-tokens {params.max_tokens}"
+               " --bpe-dir {params.bpe_dir:q} --langs {params.langs:q} --max-tokens {params.max_tokens:q}"
                " --threads {threads} --output {output:q}", keys=["embed.max_tokens"])
 
 
@@ -114,14 +114,14 @@ rule flores_table:
         "results/{run}/logs/flores_table.log",
     params:
         run=CFG["run_name"],
-        trained=lambda w: " ".join(sorted(PLAN.trained_languages)),
-        heldout=lambda w: " ".join(str(x) for x in FLORES["heldout_lines"]),
+        trained=lambda w: sorted(PLAN.trained_languages),
+        heldout=lambda w: list(FLORES["heldout_lines"]),
         sample=lambda w: FLORES["train_sample"],
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained}"
-               " --run-name {params.run:q} --heldout {params.heldout} --sample {params.sample}"
+        logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained:q}"
+               " --run-name {params.run:q} --heldout {params.heldout:q} --sample {params.sample:q}"
                " --md {output.md:q} --csv {output.csv:q}")
 
 

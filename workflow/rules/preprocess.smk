@@ -17,6 +17,6 @@ rule preprocess_shard:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro preprocess --lang {wildcards.lang} --input {input} --output {output}"
-               " --shard {wildcards.k} --of {wildcards.n} --block-lines {params.block} {params.lowercase}",
+        logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
+               " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",
                keys=["preprocess"])

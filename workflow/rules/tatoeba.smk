@@ -18,8 +18,8 @@ rule tatoeba_prepare:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
-               " --lang {wildcards.lang} --input {input.xx} --output {output.xx}"
-               " --lang eng --input {input.eng} --output {output.eng}",
+               " --lang {wildcards.lang:q} --input {input.xx:q} --output {output.xx:q}"
+               " --lang eng --input {input.eng:q} --output {output.eng:q}",
                keys=["preprocess.lowercase"], sources=True)
 
 
@@ -44,9 +44,9 @@ rule tatoeba_evaluate:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro tatoeba --encoder {input.encoder} --lang {wildcards.lang}"
-               " --xx {input.xx} --eng {input.eng} --xx-emb {output.xx_emb} --eng-emb {output.eng_emb}"
-               " --scores {output.scores} --max-tokens {params.max_tokens} --threads {threads}"
+        logged("laser-repro tatoeba --encoder {input.encoder:q} --lang {wildcards.lang:q}"
+               " --xx {input.xx:q} --eng {input.eng:q} --xx-emb {output.xx_emb:q} --eng-emb {output.eng_emb:q}"
+               " --scores {output.scores:q} --max-tokens {params.max_tokens:q} --threads {threads}"
                " --init-encoder {input.init:q} --raw-xx {input.raw_xx:q} --raw-eng {input.raw_eng:q}",
                keys=["embed.max_tokens"])
 
@@ -65,8 +65,8 @@ rule table1:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro tatoeba-table --run-name {params.run} --md {output.md} --csv {output.csv}"
-               " --scores {input.scores} --train {input.train}")
+        logged("laser-repro tatoeba-table --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
+               " --scores {input.scores:q} --train {input.train:q}")
 
 
 rule table9:
@@ -83,5 +83,5 @@ rule table9:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro tatoeba-table --unseen --run-name {params.run} --md {output.md} --csv {output.csv}"
-               " --scores {input.scores} --train {input.train}")
+        logged("laser-repro tatoeba-table --unseen --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
+               " --scores {input.scores:q} --train {input.train:q}")

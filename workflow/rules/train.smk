@@ -19,8 +19,8 @@ rule binarize_pair:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro binarize --src {wildcards.src} --tgt {wildcards.tgt}"
-               " --train-prefix {params.prefix} --dict {input.dict} --dest {params.dest}")
+        logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+               " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q}")
 
 
 # One model per variant (results/{run}/models/{variant}/): "base" is the model of Tables 1-4, 8, 9;
@@ -62,9 +62,9 @@ rule train:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro train --data {params.data} --save-dir {params.save_dir}"
+        logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
-               " --launcher {params.launcher} --settings {params.config_json}",
+               " --launcher {params.launcher:q} --settings {params.config_json}",
                keys=["model", "train", "targets", "ablations", "flores_eval"])
 
 
@@ -78,7 +78,7 @@ rule export_encoder:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro export --checkpoint {input} --output {output}")
+        logged("laser-repro export --checkpoint {input:q} --output {output:q}")
 
 
 use rule export_encoder as export_init_encoder with:  # the random-encoder baseline (update 0)
@@ -111,9 +111,9 @@ rule nli_binarize:
         "../../envs/laser.yaml"
     shell:
         logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
-               " --lang eng --input {input.premises} --output {params.prefix}.premise.bpe"
-               " --lang eng --input {input.hypotheses} --output {params.prefix}.hypothesis.bpe"
-               " && laser-repro binarize-nli --premise {params.prefix}.premise.bpe"
-               " --hypothesis {params.prefix}.hypothesis.bpe --labels {input.labels} --dict {input.dict}"
-               " --dest-prefix {params.prefix} && rm {params.prefix}.premise.bpe {params.prefix}.hypothesis.bpe)",
+               " --lang eng --input {input.premises:q} --output {params.prefix:q}.premise.bpe"
+               " --lang eng --input {input.hypotheses:q} --output {params.prefix:q}.hypothesis.bpe"
+               " && laser-repro binarize-nli --premise {params.prefix:q}.premise.bpe"
+               " --hypothesis {params.prefix:q}.hypothesis.bpe --labels {input.labels:q} --dict {input.dict:q}"
+               " --dest-prefix {params.prefix:q} && rm {params.prefix:q}.premise.bpe {params.prefix:q}.hypothesis.bpe)",
                keys=["preprocess", "evaluation.xnli"])

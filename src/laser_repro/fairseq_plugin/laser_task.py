@@ -42,7 +42,7 @@ from fairseq import utils
 from fairseq.data import Dictionary, FairseqDataset, LanguagePairDataset, data_utils
 from fairseq.tasks import LegacyFairseqTask, register_task
 
-from laser_repro.fairseq_bridge import CHECKPOINT_SAFE_GLOBALS
+from laser_repro.checkpoint_safety import CHECKPOINT_SAFE_GLOBALS
 from laser_repro.fairseq_plugin.laser_criterion import LaserMultitaskCriterion
 from laser_repro.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
 
@@ -88,7 +88,25 @@ def parse_langs(value) -> List[str]:
     return [x.strip() for x in items if x.strip()]
 
 
-class MultiPairDataset(FairseqDataset):
+class _SizedDataset(FairseqDataset):
+    """A dataset whose ``_sizes`` array holds the tokens each item counts for ``--max-tokens``:
+    ``sizes``, ``num_tokens`` and ``num_tokens_vec`` (int64) from it; fairseq's ``batch_by_size`` and
+    no prefetching (FairseqDataset's)."""
+
+    _sizes: np.ndarray
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self._sizes
+
+    def num_tokens(self, index: int) -> int:
+        return int(self._sizes[index])
+
+    def num_tokens_vec(self, indices) -> np.ndarray:
+        return self._sizes[indices].astype(np.int64, copy=False)
+
+
+class MultiPairDataset(_SizedDataset):
     """Concatenation of several LanguagePairDatasets with single-pair batches.
 
     Global index ``i`` belongs to pair ``p`` with ``offsets[p] <= i < offsets[p + 1]``.
@@ -139,16 +157,6 @@ class MultiPairDataset(FairseqDataset):
         return item
 
     # -- sizes ----------------------------------------------------------------------------
-    @property
-    def sizes(self) -> np.ndarray:
-        return self._sizes
-
-    def num_tokens(self, index: int) -> int:
-        return int(self._sizes[index])
-
-    def num_tokens_vec(self, indices) -> np.ndarray:
-        return self._sizes[indices].astype(np.int64)
-
     def size(self, index: int):
         return (int(self.src_sizes[index]), int(self.tgt_sizes[index]))
 
@@ -183,16 +191,8 @@ class MultiPairDataset(FairseqDataset):
             start += count
             if len(sel) == 0:
                 continue
-            batches.extend(
-                data_utils.batch_by_size(
-                    sel,
-                    num_tokens_fn=self.num_tokens,
-                    num_tokens_vec=self.num_tokens_vec(sel),
-                    max_tokens=max_tokens,
-                    max_sentences=max_sentences,
-                    required_batch_size_multiple=required_batch_size_multiple,
-                )
-            )
+            batches.extend(super().batch_by_size(sel, max_tokens=max_tokens, max_sentences=max_sentences,
+                                                 required_batch_size_multiple=required_batch_size_multiple))
         return batches
 
     def collater(self, samples, pad_to_length=None):
@@ -208,10 +208,6 @@ class MultiPairDataset(FairseqDataset):
         return batch
 
     # -- misc -----------------------------------------------------------------------------
-    @property
-    def supports_prefetch(self) -> bool:
-        return False
-
     def set_epoch(self, epoch):
         super().set_epoch(epoch)
         for d in self.datasets:
@@ -219,7 +215,7 @@ class MultiPairDataset(FairseqDataset):
                 d.set_epoch(epoch)
 
 
-class NliPairDataset(FairseqDataset):
+class NliPairDataset(_SizedDataset):
     """Premise/hypothesis/label triples (``binarize_nli`` output) for the NLI multitask objective.
 
     An item: ``{"id", "premise": LongTensor, "hypothesis": LongTensor, "label": int}`` (the
@@ -251,16 +247,6 @@ class NliPairDataset(FairseqDataset):
     def __getitem__(self, index):
         return {"id": int(index), "premise": self.premises[index], "hypothesis": self.hypotheses[index],
                 "label": int(self.labels[index])}
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return self._sizes
-
-    def num_tokens(self, index: int) -> int:
-        return int(self._sizes[index])
-
-    def num_tokens_vec(self, indices) -> np.ndarray:
-        return self._sizes[indices]
 
     def size(self, index: int):
         return (int(self.premise_sizes[index]), int(self.hypothesis_sizes[index]))
@@ -294,12 +280,8 @@ class NliPairDataset(FairseqDataset):
             "target": torch.tensor([s["label"] for s in samples], dtype=torch.long),
         }
 
-    @property
-    def supports_prefetch(self) -> bool:
-        return False
 
-
-class MultitaskDataset(FairseqDataset):
+class MultitaskDataset(_SizedDataset):
     """Translation pairs (a :class:`MultiPairDataset`, global indices ``0 .. N-1``) plus NLI pairs
     (an :class:`NliPairDataset`, global indices ``N .. N+M-1``) with single-kind batches.
 
@@ -334,16 +316,6 @@ class MultitaskDataset(FairseqDataset):
         return item
 
     # -- sizes ----------------------------------------------------------------------------
-    @property
-    def sizes(self) -> np.ndarray:
-        return self._sizes
-
-    def num_tokens(self, index: int) -> int:
-        return int(self._sizes[index])
-
-    def num_tokens_vec(self, indices) -> np.ndarray:
-        return self._sizes[indices]
-
     def size(self, index: int):
         if index < self.offset:
             return self.translation.size(index)
@@ -386,14 +358,8 @@ class MultitaskDataset(FairseqDataset):
                 nli = nli[fits]
         nli_batches = []
         if len(nli):
-            nli_batches = data_utils.batch_by_size(
-                nli,
-                num_tokens_fn=self.num_tokens,
-                num_tokens_vec=self.num_tokens_vec(nli),
-                max_tokens=max_tokens,
-                max_sentences=max_sentences,
-                required_batch_size_multiple=required_batch_size_multiple,
-            )
+            nli_batches = super().batch_by_size(nli, max_tokens=max_tokens, max_sentences=max_sentences,
+                                                required_batch_size_multiple=required_batch_size_multiple)
         for _ in range(self.nli_weight):
             batches.extend(np.array(b, dtype=np.int64, copy=True) for b in nli_batches)
         return batches
@@ -409,10 +375,6 @@ class MultitaskDataset(FairseqDataset):
         return self.translation.collater(samples, pad_to_length=pad_to_length)
 
     # -- misc -----------------------------------------------------------------------------
-    @property
-    def supports_prefetch(self) -> bool:
-        return False
-
     def set_epoch(self, epoch):
         super().set_epoch(epoch)
         self.translation.set_epoch(epoch)
@@ -498,7 +460,7 @@ class LaserMultilingualTask(LegacyFairseqTask):
         # fairseq (torch >= 2.6) loads checkpoint_last.pt with weights_only=True; our checkpoints
         # hold argparse.Namespace objects.  Allowlist exactly those classes in every process
         # that runs this task (also spawned multi-GPU workers, which do not inherit the
-        # context manager of fairseq_bridge.train).  Loading stays weights_only.
+        # context manager of fairseq_bridge.train; laser_repro.checkpoint_safety).  Loading stays weights_only.
         torch.serialization.add_safe_globals(list(CHECKPOINT_SAFE_GLOBALS))
         paths = utils.split_paths(args.data)
         if not paths:

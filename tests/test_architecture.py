@@ -1,0 +1,147 @@
+"""The package's module structure, read from the source with ``ast`` (nothing is imported):
+
+* the fairseq plugin (``--user-dir``, loaded by fairseq in every training process) imports only
+  fairseq, torch, numpy, the standard library, its own modules and
+  ``laser_repro.checkpoint_safety`` -- which imports only the standard library and torch;
+* the modules of ``laser_repro`` import each other without a cycle.
+
+Every import counts, also those inside functions (the package imports heavy modules lazily): a lazy
+import is still a dependency, and a cycle through one (fairseq_bridge imported the plugin inside
+its functions, the plugin imported fairseq_bridge) ties the modules together all the same."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "laser_repro"
+PLUGIN = "laser_repro.fairseq_plugin"
+CHECKPOINT_SAFETY = "laser_repro.checkpoint_safety"
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted name -> file of every module of the package (a package is its __init__.py)."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import statement of a module, wherever it stands;
+    ``from X import a, b`` gives ``X.a`` / ``X.b`` where those are modules of the package, else ``X``."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            subs = [f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in MODULES]
+            out += [(node.lineno, m) for m in subs] or [(node.lineno, module)]
+    return out
+
+
+def _internal(module: str) -> str | None:
+    """The package module that ``import module`` runs (its longest prefix that is one), or None."""
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module or None
+
+
+def _allowed_in_plugin(module: str) -> bool:
+    top = module.split(".")[0]
+    return (top in sys.stdlib_module_names or top in ("fairseq", "torch", "numpy")
+            or module == PLUGIN or module.startswith(PLUGIN + ".") or module == CHECKPOINT_SAFETY)
+
+
+def test_the_plugin_imports_only_fairseq_torch_numpy_stdlib_itself_and_checkpoint_safety():
+    plugin = [m for m in MODULES if m == PLUGIN or m.startswith(PLUGIN + ".")]
+    assert len(plugin) >= 4, plugin  # __init__, laser_lstm, laser_task, laser_criterion
+    bad = [f"{MODULES[m].relative_to(SRC)}:{line}: {imported}"
+           for m in plugin for line, imported in _imports(m) if not _allowed_in_plugin(imported)]
+    assert not bad, "the fairseq plugin imports other modules:\n" + "\n".join(bad)
+    # and what it may import of the package stays a leaf: the standard library and torch only
+    leaf = [f"{imported} (line {line})" for line, imported in _imports(CHECKPOINT_SAFETY)
+            if imported.split(".")[0] not in sys.stdlib_module_names and imported.split(".")[0] != "torch"
+            and imported != "__future__"]
+    assert not leaf, f"{CHECKPOINT_SAFETY} must import only the standard library and torch: {leaf}"
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the package modules its imports run: the imported module and its packages (their
+    __init__ runs first), except the importer's own packages (a package importing its submodules is
+    not a cycle) and the top-level package (its __init__ imports nothing)."""
+    graph = {}
+    for name in MODULES:
+        own = {name.rsplit(".", k)[0] for k in range(name.count(".") + 1)}
+        deps = set()
+        for _, imported in _imports(name):
+            target = _internal(imported)
+            while target and target != "laser_repro":
+                if target not in own:
+                    deps.add(target)
+                target = target.rpartition(".")[0]
+        graph[name] = deps
+    return graph
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle_among_the_package_modules():
+    graph = _graph()
+    assert "laser_repro.fairseq_bridge" in graph and graph["laser_repro.fairseq_bridge"], graph
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+    assert _find_cycle(graph) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_plugin_nli_classes_are_the_xnli_labels():
+    pytest.importorskip("fairseq")
+    from laser_repro.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
+    from laser_repro.xnli import XNLI_LABELS
+
+    assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3

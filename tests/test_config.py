@@ -1,0 +1,237 @@
+"""Config validation (laser_repro.config and the Snakefile's loading of it): strict keys, the classifier
+sections, short errors naming the file, line and key, and --configfile replacing the default config."""
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, TOY_CONFIG, run_snakemake
+from laser_repro import config
+
+REPO_CONFIGS = [REPO / "config" / "paper.yaml", REPO / "config" / "small.yaml", TOY_CONFIG]
+
+
+def toy() -> dict:
+    return yaml.safe_load(TOY_CONFIG.read_text(encoding="utf-8"))
+
+
+def error_of(cfg: dict, **kwargs) -> str:
+    with pytest.raises(config.ConfigError) as err:
+        config.validate(cfg, **kwargs)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("path", REPO_CONFIGS, ids=lambda p: p.name)
+def test_repo_configs_validate(path):
+    cfg = config.load(path)
+    assert cfg["corpora"] and cfg["evaluation"]["tatoeba"]["languages"]
+
+
+def _objects_with_fixed_keys(schema, where="schema"):
+    """(where, subschema) of every object subschema that lists its `properties`."""
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            yield where, schema
+        for key, sub in schema.items():
+            if key not in ("default", "const", "enum", "if", "not"):  # conditions, not object definitions
+                yield from _objects_with_fixed_keys(sub, f"{where}.{key}")
+    elif isinstance(schema, list):
+        for i, sub in enumerate(schema):
+            yield from _objects_with_fixed_keys(sub, f"{where}[{i}]")
+
+
+def test_every_object_with_fixed_keys_is_strict():
+    loose = [where for where, sub in _objects_with_fixed_keys(config.load_schema())
+             if sub.get("additionalProperties") is not False]
+    assert loose == []
+
+
+def test_unknown_corpus_key_is_named_with_the_allowed_ones():
+    cfg = toy()
+    cfg["corpora"][0]["max_pairz"] = 5
+    msg = error_of(cfg, source="toy.yaml")
+    assert "corpora[0].max_pairz" in msg and "unknown key" in msg
+    assert "did you mean 'max_pairs'" in msg and "first_n" in msg  # the allowed keys
+
+
+@pytest.mark.parametrize("key, value", [("corpus", "Europarl"), ("codes", {"deu": "de"}),
+                                        ("allow_absent_pairs", True)])
+def test_opus_keys_on_a_local_corpus_are_rejected(key, value):
+    cfg = toy()
+    cfg["corpora"][0][key] = value
+    msg = error_of(cfg)
+    assert f"corpora[0].{key}: only for kind: opus corpora ('toy_nway' is kind: local)" in msg
+
+
+def test_a_validated_config_validates_again():
+    """Defaults are filled in every corpus (allow_absent_pairs, code_column): not errors the second time."""
+    for path in REPO_CONFIGS:
+        cfg = config.load(path)
+        assert config.validate(cfg) == cfg
+
+
+def test_codes_of_a_language_the_corpus_does_not_have():
+    cfg = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    cfg["corpora"][1]["codes"] = {"cnm": "zh"}
+    assert "corpora[1] (unpc).codes.cnm" in error_of(cfg)
+
+
+@pytest.mark.parametrize("task, classifier, where", [
+    ("xnli", {"epoch": 10}, "evaluation.xnli.classifier.epoch"),
+    ("xnli", {"grid": {"dropout": 0.1}}, "evaluation.xnli.classifier.grid.dropout"),
+    ("xnli", {"grid": {"dropuot": [0.1]}}, "evaluation.xnli.classifier.grid.dropuot"),
+    ("xnli", {"grid": {"seed": [1, 2]}}, "evaluation.xnli.classifier.grid.seed"),
+    ("xnli", {"activation": "sigmoid"}, "evaluation.xnli.classifier.activation"),
+    ("xnli", {"dropout": 1.0}, "evaluation.xnli.classifier.dropout"),
+    ("xnli", {"hidden": [512, 0]}, "evaluation.xnli.classifier.hidden[1]"),
+    ("mldoc", {"epochs": "30"}, "evaluation.mldoc.classifier.epochs"),
+    ("mldoc", {"seed": True}, "evaluation.mldoc.classifier.seed"),
+    ("mldoc", {"normalise": True}, "evaluation.mldoc.classifier.normalise"),
+    ("mldoc", {"grid": {"hidden": [10, 20]}}, "evaluation.mldoc.classifier.grid.hidden[0]"),
+])
+def test_classifier_typos_fail_at_load(task, classifier, where):
+    cfg = toy()
+    cfg["evaluation"][task]["classifier"] = classifier
+    assert where in error_of(cfg)
+
+
+def test_valid_classifier_sections_pass():
+    cfg = toy()
+    cfg["evaluation"]["xnli"]["classifier"] = {
+        "hidden": [512, 384], "dropout": 0.3, "lr": 0.001, "epochs": 200, "batch_size": 128,
+        "weight_decay": 0.0, "activation": "relu", "patience": 5, "seed": 3, "normalize": True,
+        "grid": {"hidden": [[512], [512, 384]], "dropout": [0.1, 0.3], "lr": [0.001, 0.0005]}}
+    cfg["evaluation"]["mldoc"]["classifier"] = {}
+    out = config.validate(cfg)
+    assert out["evaluation"]["xnli"]["classifier"]["grid"]["hidden"] == [[512], [512, 384]]
+    assert out["evaluation"]["mldoc"]["classifier"] == {}  # no defaults filled: the task's own apply
+
+
+def test_classifier_schema_has_the_classifier_keys():
+    """The schema's classifier keys are those parse_config accepts (classifier.HPARAM_KEYS + grid, seed, normalize)."""
+    from laser_repro import classifier
+
+    sub = config.load_schema()["$defs"]["classifier"]
+    assert set(sub["properties"]) == {*classifier.HPARAM_KEYS, "grid", "seed", "normalize"}
+    assert set(sub["properties"]["grid"]["properties"]) == set(classifier.HPARAM_KEYS)
+    for task in ("xnli", "mldoc"):  # the paper defaults themselves pass the schema
+        defaults = getattr(__import__(f"laser_repro.{task}", fromlist=["x"]), f"{task.upper()}_DEFAULTS")
+        cfg = toy()
+        cfg["evaluation"][task]["classifier"] = copy.deepcopy(defaults)
+        config.validate(cfg)
+
+
+def test_schema_errors_are_short_and_name_file_line_and_key(tmp_path):
+    path = tmp_path / "run.yaml"
+    text = TOY_CONFIG.read_text().replace("    code_column: flores\n", "    code_column: flores\n    max_pairz: 5\n")
+    path.write_text(text)
+    line = text.splitlines().index("    max_pairz: 5") + 1
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    msg = str(err.value)
+    assert f"{path}:{line}: corpora[0].max_pairz: unknown key" in msg
+    assert len(msg.splitlines()) <= 3 and len(msg) < 600
+
+
+def test_long_values_are_abbreviated():
+    cfg = toy()
+    cfg["corpora"][0]["languages"] = "eng " * 500
+    msg = error_of(cfg)
+    assert "corpora[0].languages" in msg and len(msg) < 400
+
+
+def test_oneof_error_says_what_is_allowed():
+    cfg = toy()
+    cfg["flores_eval"]["languages"] = "all"
+    msg = error_of(cfg)
+    assert "flores_eval.languages" in msg and "'registry'" in msg and "array" in msg
+
+
+def test_yaml_syntax_error_names_file_line_and_column(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("run_name: x\ntargets: [eng\ncorpora:\n  - a: 1\n")
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:3:8: not valid YAML: expected ',' or ']'"), msg
+    assert "line 2, column 10" in msg and len(msg.splitlines()) == 1
+
+
+def test_check_command(tmp_path):
+    path = tmp_path / "bad.yaml"
+    cfg = toy()
+    cfg["train"]["max_epoch"] = 0
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run([sys.executable, "-m", "laser_repro.config", str(TOY_CONFIG), str(path)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert f"{TOY_CONFIG}: ok" in proc.stdout
+    assert re.search(rf"{re.escape(str(path))}:\d+: train\.max_epoch: 0 is less than the minimum of 1", proc.stderr)
+
+
+# ---- through Snakemake (parsing only: --list-rules builds no DAG) ---------------------------------------
+
+def snakemake_error(proc) -> str:
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    return proc.stdout + proc.stderr
+
+
+def test_snakemake_schema_error_is_short_and_names_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    text = TOY_CONFIG.read_text().replace("    code_column: flores\n", "    code_column: flores\n    max_pairz: 5\n")
+    path.write_text(text)
+    line = text.splitlines().index("    max_pairz: 5") + 1
+    out = snakemake_error(run_snakemake("--list-rules", "--configfile", str(path), timeout=300))
+    assert f"{path}:{line}: corpora[0].max_pairz: unknown key" in out
+    assert "$schema" not in out and "additionalProperties" not in out  # no schema dump
+    assert len(out.splitlines()) < 25, out
+
+
+def test_snakemake_override_is_named(tmp_path):
+    out = snakemake_error(run_snakemake("--list-rules", "--configfile", str(TOY_CONFIG), "--config",
+                                        "run_name=bad name", timeout=300))
+    assert "--config run_name" in out and "run_name: 'bad name' does not match" in out
+
+
+def test_snakemake_default_config_syntax_error_names_file_and_line(tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "small.yaml").write_text("run_name: x\ntargets: [eng\ncorpora:\n  - a: 1\n")
+    out = snakemake_error(run_snakemake("--list-rules", "--directory", str(tmp_path), timeout=300))
+    assert "config/small.yaml:3:8: not valid YAML" in out, out[-3000:]
+
+
+def test_snakemake_configfile_replaces_the_default_config(tmp_path):
+    """--configfile is the whole config: keys it lacks do not come from config/small.yaml (which has
+    flores_eval, train.early_stopping, evaluation.xnli.train_max_pairs, ...)."""
+    cfg = toy()
+    del cfg["flores_eval"], cfg["train"]["early_stopping"]
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = run_snakemake("--list-rules", "--configfile", str(path), timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_snakemake_default_config_without_configfile():
+    proc = run_snakemake("--list-rules", "--config", "data_root=/nowhere", timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_tokens_per_update_is_planned_in_one_place():
+    """config.planned_tokens_per_update: the explicit train.tokens_per_update, else max_tokens x
+    max(gpus, 1) x update_freq; a tokens_per_update that the geometry does not give is an error."""
+    train = {"max_tokens": 8000, "gpus": 16, "update_freq": 1}
+    assert config.planned_tokens_per_update(train) == 128000
+    assert config.planned_tokens_per_update(dict(train, gpus=0, update_freq=2)) == 16000
+    assert config.planned_tokens_per_update(dict(train, gpus=1, tokens_per_update=128000)) == 128000
+    cfg = toy()
+    t = cfg["train"]
+    t["tokens_per_update"] = config.planned_tokens_per_update({**t, "tokens_per_update": None}) + 1
+    assert "train.tokens_per_update=" in error_of(cfg, source="toy.yaml")
+    t["tokens_per_update"] -= 1
+    config.validate(cfg, source="toy.yaml")

@@ -1,0 +1,75 @@
+"""`laser-repro --provenance-json JSON SUBCOMMAND ...`: the record of a Snakemake job written by the job's
+own process once the subcommand succeeded (the same record as the separate `provenance` subcommand)."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from laser_repro import cli, provenance
+
+URL = "https://example.org/vocab"
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.setattr(provenance, "CODE_DIR", str(tmp_path))  # code outside git: commit null
+    Path("vocab").write_text("a@@ 3\nb 2\n")
+    return tmp_path
+
+
+def spec(**extra) -> str:
+    return json.dumps({"rule": "fairseq_dict", "inputs": ["vocab"], "outputs": ["dict.txt"], "log": "logs/dict.log",
+                       "config": {"bpe.merges": 100}, "sources": [f"vocab={URL}"], **extra})
+
+
+def test_record_written_after_the_subcommand_as_the_provenance_command(workdir):
+    before = time.time()
+    assert cli.main(["--provenance-json", spec(), "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"]) == 0
+    rec = json.loads(Path("dict.txt.prov.json").read_text())
+    assert rec["rule"] == "fairseq_dict" and rec["log"] == "logs/dict.log" and rec["config"] == {"bpe.merges": 100}
+    assert rec["sources"] == {"vocab": URL} and set(rec["inputs"]) == {"vocab"} and set(rec["outputs"]) == {"dict.txt"}
+    # started when the process did: before the input was read and the output written
+    start = provenance.parse_time(rec["start"])
+    assert before - 1e-3 <= start.timestamp() <= rec["outputs"]["dict.txt"]["mtime_ns"] / 1e9
+    assert start <= provenance.parse_time(rec["end"])
+    # the separate command, given the same job, writes the same record (but for the end time)
+    assert cli.main(["provenance", "--rule", "fairseq_dict", "--start", rec["start"], "--inputs", "vocab",
+                     "--outputs", "dict.txt", "--log", "logs/dict.log", "--config-json", '{"bpe.merges": 100}',
+                     "--source", f"vocab={URL}"]) == 0
+    separate = json.loads(Path("dict.txt.prov.json").read_text())
+    for key in ("end", "duration_s"):
+        rec.pop(key), separate.pop(key)
+    assert rec == separate
+
+
+def test_no_record_when_the_subcommand_fails(workdir):
+    Path("vocab").unlink()
+    with pytest.raises(OSError):
+        cli.main(["--provenance-json", spec(), "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"])
+    assert not Path("dict.txt.prov.json").exists()
+    # a subcommand that exits with an error: no record either
+    with pytest.raises(SystemExit):
+        cli.main(["--provenance-json", json.dumps({"rule": "table4", "outputs": ["t.md", "t.csv"]}),
+                  "eval-table", "bucc", "--run-name", "x", "--md", "t.md", "--csv", "t.csv"])
+    assert not list(workdir.glob("*.prov.json"))
+
+
+def test_absent_output_fails_the_job(workdir):
+    with pytest.raises(SystemExit, match="provenance: rule fairseq_dict: output.*absent: other.txt"):
+        cli.main(["--provenance-json", spec(outputs=["dict.txt", "other.txt"]), "bpe-dict", "--vocab", "vocab",
+                  "--output", "dict.txt"])
+    with pytest.raises(SystemExit, match="provenance: --provenance-json"):
+        provenance.record_job('{"outputs": ["dict.txt"]}')
+
+
+def test_start_as_epoch_seconds(workdir):
+    Path("dict.txt").write_text("x 1\n")
+    t = time.time() - 5
+    rec = provenance.record_job(spec(), start=t)
+    assert provenance.parse_time(rec["start"]) == dt.datetime.fromtimestamp(t).astimezone()
