@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+import torch
 import yaml
 from conftest import REPO, TOY_CONFIG, run_snakemake
 
@@ -31,7 +31,7 @@ TEST_CLUSTER_PROFILE = {
     "local-cores": 1,
     "latency-wait": 5,                # one file system
     "set-resources": {
-        # no GPU: the toy config's two CPU workers (train.cpu_processes) on the node's 2 CPUs
+        # no GPU: the toy config's CPU worker (train.cpu_processes) with the node's 2 CPUs
         "train": {"gpu": 0, "cpus_per_task": 2, "mem_mb": 4000},
         # the profile's sizes above the node's memory (sbatch would reject the job or its group)
         "bpe_count": {"mem_mb": 4000},
@@ -140,8 +140,11 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
             *PLUGIN_ARGS, "--slurm-logdir", str(slurm_logs)]
 
     start = time.perf_counter()
-    # the base model's tables (the ablation variants are the same rules with another {variant})
-    proc = run_snakemake(*args, "paper_tables", env=slurm_cluster.env, timeout=2400)
+    # the base model's Table 1: every stage and group of the profile (corpus, bpe, encode, flores,
+    # train, export, evaluate, tables). The other tasks' rules run in the same groups and are not
+    # run again here (CI time); the ablation variants are the same rules with another {variant}
+    table1 = ["results/tables/toy/table1.md", "results/tables/toy/table1.csv"]
+    proc = run_snakemake(*args, *table1, env=slurm_cluster.env, timeout=2400)
     elapsed = time.perf_counter() - start
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake.log").write_text(log)
@@ -150,18 +153,17 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     # every job but the local `all` ran inside a SLURM allocation, one sbatch per group / rule job
     subs = submissions(log)
     units = scheduled_units(log)
-    assert units["local"] == ["paper_tables"]
+    assert units["local"] == []
     assert len(subs) == len(units["groups"]) + len(units["rules"]), subs
     assert len({slurm_id for slurm_id, _ in subs}) == len(subs)
     jobs = units["rules"] + units["in_groups"]
     stats = dict(re.findall(r"^(\w+) +(\d+)$", log.split("Job stats:", 1)[1].split("Select jobs", 1)[0], re.MULTILINE))
     assert sorted(jobs) == sorted(rule for rule, n in stats.items() for _ in range(int(n))
-                                  if rule not in ("paper_tables", "total"))
+                                  if rule != "total")
     # grouping: ceil(components / group-components) allocations per group, 3 ungrouped rules
-    # evaluate: one component per Tatoeba language, per BUCC language, and one each for XNLI, MLDoc, WMT
+    # evaluate: one component per Tatoeba language
     components = {"corpus": jobs.count("extract_bitext"), "bpe": 1, "encode": jobs.count("binarize_pair"),
-                  "evaluate": jobs.count("tatoeba_evaluate") + jobs.count("bucc_evaluate") + 3,
-                  "tables": 1}
+                  "evaluate": jobs.count("tatoeba_evaluate"), "tables": 1}
     expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items()}
     assert {g: units["groups"].count(g) for g in expected} == expected
     assert units["groups"].count("flores") == 1  # the held-out FLORES lines: one allocation
@@ -200,32 +202,34 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     assert different == []
     assert len([f for f in ours if f.match("results/toy/tatoeba/base/scores/*.json")]) == 5
 
-    # train ran its two workers inside its allocation, as locally
-    assert status["world_size"] == 2, (status, train_log[-3000:])
+    # train ran inside its allocation as locally: one process, the node's 2 threads
+    assert (status["world_size"], status["threads"]) == (1, 2), (status, train_log[-3000:])
 
     # Snakemake's `mpi` launcher pattern (the multi-node form, here on one node): train again as
-    # two srun tasks of one allocation; same world size, so the same encoder, byte for byte
+    # two srun tasks of one allocation, up to the exported encoder (evaluation is the same rules as
+    # above). Two processes x update_freq 1 train the model of one process x 2, up to float
+    # summation order (tests/test_distributed.py measures it)
     shutil.rmtree(workdir / "results" / "toy" / "models" / "base" / "checkpoints")
     mpi_profile = merged(profile, {"set-resources": {"train": {"mpi": "'srun'", "tasks": 2, "cpus_per_task": 1}}})
     (profile_dir / "config.yaml").write_text(yaml.safe_dump(mpi_profile, sort_keys=False))
-    proc = run_snakemake(*args, "paper_tables", "--forcerun", "train", env=slurm_cluster.env, timeout=1200)
+    encoder = "results/toy/models/base/encoder.pt"
+    proc = run_snakemake(*args, encoder, "--forcerun", "train", env=slurm_cluster.env, timeout=1200)
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake-mpi.log").write_text(log)
     assert proc.returncode == 0, log[-8000:]
-    # train and what depends on it, nothing upstream
-    assert {rule for _, rule in submissions(log)} == {
-        "group_evaluate", "group_tables", "rule_export", "rule_train"}, submissions(log)
+    # train and the export, nothing upstream
+    assert {rule for _, rule in submissions(log)} == {"rule_export", "rule_train"}, submissions(log)
     status = json.loads((workdir / "results" / "toy" / "models" / "base" / "checkpoints" / "train_status.json").read_text())
     train_log = (workdir / "results" / "toy" / "logs" / "base" / "train.log").read_text()
-    assert "--launcher srun" in log and status["world_size"] == 2, (status, train_log[-3000:])
-    assert compared_files(workdir) == theirs
-    # the same scores and tables byte for byte; the trained weights equal up to float summation
-    # order (measured 2.4e-7 on the embeddings when srun workers had 2 threads, torchrun's 1)
-    different = sorted(f for f in theirs if (workdir / f).read_bytes() != (local.workdir / f).read_bytes())
-    assert all(f.match("*.npy") or f.name == "encoder.pt" for f in different), different
-    for f in different:
-        if f.match("*.npy"):
-            assert float(abs(np.load(workdir / f) - np.load(local.workdir / f)).max()) <= 1e-5, f
+    assert "--launcher srun" in log, log[-3000:]
+    assert (status["world_size"], status["update_freq"], status["tokens_per_update"]) == (2, 1, 3000), (
+        status, train_log[-3000:])
+    ours = torch.load(workdir / encoder, weights_only=True)["model"]
+    theirs = torch.load(local.workdir / encoder, weights_only=True)["model"]
+    assert ours.keys() == theirs.keys()
+    diff = max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)
+    print(f"srun 2 tasks vs local 1 process: max |weight diff| of the encoder = {diff:.2e}")
+    assert 0 < diff <= 1e-4
 
 
 def test_srun_workers_stop_before_the_time_limit_and_resume(slurm_cluster, tmp_path):

@@ -109,10 +109,14 @@ def test_toy_config_end_to_end(toy_local_run):
     assert "skylos" in greek or "gata" in greek
     chinese = (run / "tok" / "toy_nway" / "cmn-eng.cmn.000-of-002").read_text(encoding="utf-8").splitlines()
     assert all(" " in line for line in chinese[:20])
-    # trained by two gloo processes (train.cpu_processes) with the planned 3000 tokens per update
+    # trained by one process (train.cpu_processes) with the planned 3000 tokens per update: 2 steps an
+    # update; the same on 2 processes is tests/test_distributed.py's and the SLURM test's mpi run's
     status = json.loads((run / "models" / "base" / "checkpoints" / "train_status.json").read_text())
     assert (status["status"], status["world_size"], status["update_freq"], status["tokens_per_update"]) == (
-        "completed", 2, 1, 3000)
+        "completed", 1, 2, 3000)
+    # ... and so says the final checkpoint's provenance record, with the thread count
+    runtime = json.loads((run / "models" / "base" / "checkpoint_final.pt.prov.json").read_text())["runtime"]
+    assert (runtime["world_size"], runtime["update_freq"], runtime["threads"]) == (1, 2, status["threads"])
     # Table 9: the Tatoeba language without training data
     (unseen,) = list(csv.DictReader(open(workdir / "results" / "tables" / "toy" / "table9.csv", encoding="utf-8")))
     assert unseen["language"] == "por" and unseen["train_sentences"] == "0" and unseen["test_sentences"] == "60"

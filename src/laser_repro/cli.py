@@ -174,9 +174,13 @@ def cmd_train(a):
         return _train_worker(a, settings, rank)
     try:
         with training_guard.TrainingLock(a.save_dir):
-            return _train_launcher(a, settings)
+            _train_launcher(a, settings)
     except training_guard.TrainingLockHeld as err:
         raise SystemExit(str(err)) from None
+    # into the provenance record: how it was trained (float sums differ with threads and processes)
+    status = read_json(Path(a.save_dir) / TRAIN_STATUS)
+    a.runtime = {k: status.get(k) for k in ("world_size", "threads", "update_freq", "max_tokens",
+                                            "tokens_per_update", "start_updates", "num_updates")}
 
 
 def _train_launcher(a, settings: dict):
@@ -719,7 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.provenance_json:  # only reached when the subcommand succeeded
         from laser_repro import provenance
 
-        provenance.record_job(args.provenance_json, start=started)
+        runtime = dict(getattr(args, "runtime", None) or {})
+        if "torch" in sys.modules:  # results differ (~1e-7) with the thread count
+            runtime.setdefault("torch_threads", sys.modules["torch"].get_num_threads())
+        provenance.record_job(args.provenance_json, start=started, runtime=runtime or None)
     return 0
 
 

@@ -11,6 +11,8 @@ outputs of the job; format ``FORMAT`` below):
     inputs   {path: {sha256, size, mtime_ns}}      under it, else absolute
     sources  {path: url}                           public URL of raw inputs (--source PATH=URL)
     config   the config keys the rule depends on   (--config-json)
+    runtime  in-process records: torch_threads; train: world_size, threads, update_freq, ... (the
+             numbers differ in the 7th digit with the thread count)
     code     {commit, dirty, version}              git HEAD of the package's repository, laser_repro.__version__
     libraries {python, torch, fairseq, ...}        importlib.metadata versions (null when not installed)
     host     {hostname, platform, user, pid, slurm_job_id}
@@ -283,7 +285,7 @@ def _input_entry(path: str, cwd: str) -> dict:
 
 def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = None,
            wildcards: dict | None = None, log_file: str | None = None, config=None,
-           sources: dict | None = None) -> dict:
+           sources: dict | None = None, runtime: dict | None = None) -> dict:
     """Write ``O.prov.json`` for every output O of a finished job and return the record.
 
     Paths are taken relative to the cwd (the workflow root). An absent output raises
@@ -315,6 +317,7 @@ def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = N
         "inputs": in_entries,
         "sources": dict(sources or {}),
         "config": config,
+        "runtime": runtime,  # how the job ran where it matters to the numbers (threads, processes)
         "code": {**git_state(), "version": __version__},
         "libraries": library_versions(),
         "host": host_info(),
@@ -326,7 +329,8 @@ def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = N
     return rec
 
 
-def record_job(spec: str | dict, *, start: str | float | dt.datetime | None = None) -> dict:
+def record_job(spec: str | dict, *, start: str | float | dt.datetime | None = None,
+               runtime: dict | None = None) -> dict:
     """The record of a job run as ``laser-repro --provenance-json SPEC SUBCOMMAND ...``, written by that
     same process once the subcommand succeeded (no second interpreter per job). SPEC (JSON): rule,
     outputs, inputs, log, config, sources (``PATH=URL`` items), wildcards: the options of the
@@ -342,7 +346,8 @@ def record_job(spec: str | dict, *, start: str | float | dt.datetime | None = No
         wildcards = spec.get("wildcards")
         return record(spec["rule"], spec["outputs"], spec.get("inputs") or (), start=start,
                       wildcards=parse_wildcards(wildcards) if isinstance(wildcards, str) else wildcards,
-                      log_file=spec.get("log"), config=spec.get("config"), sources=parse_sources(spec.get("sources")))
+                      log_file=spec.get("log"), config=spec.get("config"), sources=parse_sources(spec.get("sources")),
+                      runtime=runtime)
     except (ProvenanceError, ValueError) as err:
         raise SystemExit(f"provenance: {err}") from None
 
