@@ -2,7 +2,7 @@
 
 * the fairseq plugin (``--user-dir``, loaded by fairseq in every training process) imports only
   fairseq, torch, numpy, the standard library, its own modules and
-  ``laser_repro.checkpoint_safety`` -- which imports only the standard library and torch;
+  ``laser_repro.models.checkpoint_safety`` -- which imports only the standard library and torch;
 * the modules of ``laser_repro`` import each other without a cycle.
 
 Every import counts, also those inside functions (the package imports heavy modules lazily): a lazy
@@ -18,8 +18,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "laser_repro"
-PLUGIN = "laser_repro.fairseq_plugin"
-CHECKPOINT_SAFETY = "laser_repro.checkpoint_safety"
+PLUGIN = "laser_repro.models.laser.fairseq_plugin"
+CHECKPOINT_SAFETY = "laser_repro.models.checkpoint_safety"
 
 
 def _modules() -> dict[str, Path]:
@@ -128,7 +128,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycle_among_the_package_modules():
     graph = _graph()
-    assert "laser_repro.fairseq_bridge" in graph and graph["laser_repro.fairseq_bridge"], graph
+    assert "laser_repro.models.laser.fairseq_bridge" in graph and graph["laser_repro.models.laser.fairseq_bridge"], graph
     cycle = _find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -141,7 +141,7 @@ def test_the_cycle_check_finds_a_cycle():
 
 def test_plugin_nli_classes_are_the_xnli_labels():
     pytest.importorskip("fairseq")
-    from laser_repro.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
-    from laser_repro.xnli import XNLI_LABELS
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
+    from laser_repro.evaluation.xnli import XNLI_LABELS
 
     assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3

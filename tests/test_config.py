@@ -115,7 +115,7 @@ def test_valid_classifier_sections_pass():
 
 def test_classifier_schema_has_the_classifier_keys():
     """The schema's classifier keys are those parse_config accepts (classifier.HPARAM_KEYS + grid, seed, normalize)."""
-    from laser_repro import classifier
+    from laser_repro.evaluation import classifier
 
     sub = config.load_schema()["$defs"]["classifier"]
     assert set(sub["properties"]) == {*classifier.HPARAM_KEYS, "grid", "seed", "normalize"}

@@ -169,7 +169,7 @@ def test_evaluation_downloads_through_a_local_mirror(tmp_path):
         (mirror / where).mkdir(parents=True)
         for f in files:
             shutil.copy(f, mirror / where / f.name)
-    from laser_repro.download import sha256_file
+    from laser_repro.core.download import sha256_file
 
     cfg = yaml.safe_load((REPO / "tests" / "toy" / "config.yaml").read_text())
     cfg["data_root"] = None

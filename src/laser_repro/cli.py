@@ -13,14 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-from laser_repro.textio import read_json, write_json
+from laser_repro.core.textio import read_json, write_json
 
 log = logging.getLogger("laser_repro")
 
 
 def _preprocessor(code: str, lowercase: bool):
-    from laser_repro import languages
-    from laser_repro.preprocess import TextPreprocessor
+    from laser_repro.core import languages
+    from laser_repro.data.preprocess import TextPreprocessor
 
     lang = languages.get(code)
     return TextPreprocessor(lang.moses, segmenter=lang.segmenter or None, romanize=bool(lang.romanize),
@@ -28,7 +28,7 @@ def _preprocessor(code: str, lowercase: bool):
 
 
 def cmd_fetch(a):
-    from laser_repro import download
+    from laser_repro.core import download
 
     url = download.resolve_mirror(a.url, a.mirror, a.base_url) if a.mirror else a.url
     local_mirror = a.mirror and not download.is_url(a.mirror)
@@ -40,7 +40,7 @@ def cmd_fetch(a):
     except download.NotFoundError:
         if not a.absent_ok:
             raise
-        from laser_repro.corpora import write_absent_pair_record
+        from laser_repro.data.corpora import write_absent_pair_record
 
         if download.is_url(url) and not url.lower().startswith("file:"):
             why = "HTTP 404"
@@ -53,13 +53,13 @@ def cmd_fetch(a):
 
 
 def cmd_extract_member(a):
-    from laser_repro import corpora
+    from laser_repro.data import corpora
 
     corpora.extract_tar_member(a.archive, a.member, a.output)
 
 
 def cmd_extract(a):
-    from laser_repro import corpora
+    from laser_repro.data import corpora
 
     exclude = corpora.load_tatoeba_test_files(*a.exclude_tatoeba) if a.exclude_tatoeba else None
     common = dict(first_n=a.first_n, max_pairs=a.max_pairs, max_chars=a.max_chars, max_ratio=a.max_ratio,
@@ -82,7 +82,7 @@ def cmd_extract(a):
 
 
 def cmd_preprocess(a):
-    from laser_repro.sharding import write_shard
+    from laser_repro.data.sharding import write_shard
 
     preprocessor = _preprocessor(a.lang, not a.keep_case)
     start = time.perf_counter()
@@ -92,7 +92,7 @@ def cmd_preprocess(a):
 
 
 def cmd_bpe_count(a):
-    from laser_repro import bpe
+    from laser_repro.data import bpe
 
     counts, stats = bpe.count_words(a.inputs, threads=a.threads, progress=True)
     bpe.write_word_counts(counts, a.output)
@@ -100,22 +100,22 @@ def cmd_bpe_count(a):
 
 
 def cmd_bpe_learn(a):
-    from laser_repro import bpe
+    from laser_repro.data import bpe
 
     stats = bpe.learn(a.codes, a.vocab, merges=a.merges, words_path=a.words, inputs=a.inputs, threads=a.threads)
     log.info("BPE codes %s, vocab %s: %s", a.codes, a.vocab, json.dumps(stats))
 
 
 def cmd_bpe_dict(a):
-    from laser_repro import bpe
+    from laser_repro.data import bpe
 
     stats = bpe.write_fairseq_dict(a.vocab, a.output, characters=not a.vocab_only)
     log.info("%s: %s", a.output, json.dumps(stats))
 
 
 def cmd_bpe_apply(a):
-    from laser_repro import bpe
-    from laser_repro.textio import atomic_output
+    from laser_repro.data import bpe
+    from laser_repro.core.textio import atomic_output
 
     applier = bpe.BpeApplier(a.codes)
 
@@ -136,13 +136,13 @@ def cmd_bpe_apply(a):
 
 
 def cmd_binarize(a):
-    from laser_repro import fairseq_bridge
+    from laser_repro.models.laser import fairseq_bridge
 
     fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix)
 
 
 def cmd_binarize_valid(a):
-    from laser_repro import fairseq_bridge
+    from laser_repro.models.laser import fairseq_bridge
 
     for pair in a.pairs:
         src, tgt = pair.split("-")
@@ -160,11 +160,12 @@ def _train_worker_argv(a, threads: int) -> list[str]:
 
 
 def cmd_train(a):
-    """Launcher: start the worker(s); worker: train one rank (see laser_repro.launch).
+    """Launcher: start the worker(s); worker: train one rank (see laser_repro.core.launch).
 
     The launcher holds ``<save_dir>/.train.lock`` for the whole run and resumes only a checkpoint
-    directory whose fingerprint matches these settings and data (laser_repro.training_guard)."""
-    from laser_repro import launch, training_guard
+    directory whose fingerprint matches these settings and data (laser_repro.models.training_guard)."""
+    from laser_repro.core import launch
+    from laser_repro.models import training_guard
 
     settings = json.loads(a.settings)
     if a.launcher == "worker":
@@ -184,7 +185,8 @@ def cmd_train(a):
 
 
 def _train_launcher(a, settings: dict):
-    from laser_repro import launch, training_guard
+    from laser_repro.core import launch
+    from laser_repro.models import training_guard
 
     save_dir = Path(a.save_dir)
     guard = training_guard.prepare_save_dir(save_dir, settings, a.data, workers=min(max(a.threads, 1), 8))
@@ -226,7 +228,8 @@ def _train_launcher(a, settings: dict):
 def _finished_unpublished(previous: dict, digest: str, settings: dict, save_dir: Path) -> bool:
     """True when ``previous`` (the last job's train_status.json) completed training of this
     fingerprint with these stopping criteria, and ``checkpoint_last.pt`` is still at its update."""
-    from laser_repro import fairseq_bridge, training_guard
+    from laser_repro.models.laser import fairseq_bridge
+    from laser_repro.models import training_guard
 
     last = save_dir / "checkpoint_last.pt"
     if not (previous.get("status") == "completed" and previous.get("fingerprint") == digest
@@ -242,7 +245,9 @@ TRAIN_STATUS = "train_status.json"
 def _train_worker(a, settings: dict, rank) -> None:
     import torch
 
-    from laser_repro import fairseq_bridge, launch, training_guard
+    from laser_repro.models.laser import fairseq_bridge
+    from laser_repro.core import launch
+    from laser_repro.models import training_guard
     from laser_repro.config import planned_tokens_per_update
 
     torch.set_num_threads(a.threads)
@@ -265,7 +270,7 @@ def _train_worker(a, settings: dict, rank) -> None:
         log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
                  planned, train["max_tokens"], rank.world_size, train["update_freq"], tokens_per_update)
     nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
-    curves = settings.get("curves")  # learning curves (laser_repro.curves); they measure the held-out loss
+    curves = settings.get("curves")  # learning curves (laser_repro.evaluation.curves); they measure the held-out loss
     # pairs with no binarized sentence (empty bitexts) are left out with a warning; none left: an error
     pairs, _ = fairseq_bridge.nonempty_pairs(a.data, settings["pairs"])
     argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, pairs, settings["targets"],
@@ -283,7 +288,7 @@ def _train_worker(a, settings: dict, rank) -> None:
                  a.stop_before_limit)
     monitor = None
     if curves and rank.is_master:
-        from laser_repro.curves import CURVES_FILE, CurveMonitor
+        from laser_repro.evaluation.curves import CURVES_FILE, CurveMonitor
 
         monitor = CurveMonitor(Path(a.save_dir) / CURVES_FILE, seed=train["seed"], **curves)
     initial = Path(a.save_dir) / INITIAL_CHECKPOINT if rank.is_master else None
@@ -326,7 +331,7 @@ def _train_worker(a, settings: dict, rank) -> None:
         status.update(kept_update=kept, model=last.name)
         write_json(Path(a.save_dir) / TRAIN_STATUS, status)
         if curves:
-            from laser_repro.curves import CURVES_FILE, mark_kept
+            from laser_repro.evaluation.curves import CURVES_FILE, mark_kept
 
             mark_kept(Path(a.save_dir) / CURVES_FILE, kept)
     _publish_outputs(a, last)
@@ -351,7 +356,7 @@ def _publish_outputs(a, model: Path) -> None:
                              f"{a.save_dir} and train again")
         _publish(initial, a.initial)
     if a.curves:
-        from laser_repro.curves import CURVES_FILE
+        from laser_repro.evaluation.curves import CURVES_FILE
 
         _publish(save_dir / CURVES_FILE, a.curves, link=False)
     _publish(model, a.final)
@@ -378,14 +383,14 @@ def _publish(src: Path, dest, link: bool = True) -> None:
 
 
 def cmd_export(a):
-    from laser_repro.export import export_encoder
+    from laser_repro.models.laser.export import export_encoder
 
     log.info("exported %s", json.dumps(export_encoder(a.checkpoint, a.output), default=str))
 
 
 def _prepare_text(applier, code: str, keep_case: bool, src, dst) -> None:
     """Moses-preprocess and BPE-encode one text file into ``dst`` (atomic), streaming."""
-    from laser_repro.textio import atomic_output, iter_lines
+    from laser_repro.core.textio import atomic_output, iter_lines
 
     preprocessor = _preprocessor(code, not keep_case)
     with atomic_output(dst) as out:
@@ -396,7 +401,7 @@ def _prepare_text(applier, code: str, keep_case: bool, src, dst) -> None:
 
 def cmd_prepare_text(a):
     """Moses-preprocess and BPE-encode evaluation files, streaming (no intermediate file)."""
-    from laser_repro import bpe
+    from laser_repro.data import bpe
 
     if not (len(a.lang) == len(a.input) == len(a.output)):
         raise SystemExit("prepare-text: give one --lang and --output per --input")
@@ -409,8 +414,8 @@ def cmd_tatoeba(a):
     import numpy as np
     import torch
 
-    from laser_repro import tatoeba
-    from laser_repro.encoder import SentenceEncoder, embed_file
+    from laser_repro.evaluation import tatoeba
+    from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
     torch.set_num_threads(a.threads)
     encoder = SentenceEncoder.load(a.encoder)
     for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
@@ -419,15 +424,15 @@ def cmd_tatoeba(a):
     result["language"] = a.lang
     # baselines on the same sentences: the encoder at update 0, and character n-gram TF-IDF of the raw text
     if a.init_encoder:
-        from laser_repro.textio import iter_lines
+        from laser_repro.core.textio import iter_lines
 
         init = SentenceEncoder.load(a.init_encoder)
         xx, en = ([*iter_lines(p)] for p in (a.xx, a.eng))
         err = tatoeba.tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
         result["init"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
     if a.raw_xx and a.raw_eng:
-        from laser_repro.textio import iter_lines
-        from laser_repro.xsim import tfidf_error
+        from laser_repro.core.textio import iter_lines
+        from laser_repro.evaluation.xsim import tfidf_error
 
         err = tfidf_error(list(iter_lines(a.raw_xx)), list(iter_lines(a.raw_eng)))
         result["tfidf"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
@@ -454,7 +459,7 @@ def cmd_embed(a):
 
     import torch
 
-    from laser_repro.encoder import SentenceEncoder, embed_file
+    from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
     if len(a.input) != len(a.output):
         raise SystemExit("embed: give one --output per --input")
     if a.codes and len(a.lang or []) != len(a.input):
@@ -463,7 +468,7 @@ def cmd_embed(a):
     encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
     applier = None
     if a.codes:
-        from laser_repro import bpe
+        from laser_repro.data import bpe
 
         applier = bpe.BpeApplier(a.codes)
     for i, (path, npy) in enumerate(zip(a.input, a.output)):
@@ -479,8 +484,8 @@ def cmd_embed(a):
 
 
 def cmd_tatoeba_table(a):
-    from laser_repro import tables
-    from laser_repro.fairseq_bridge import binarized_sentences
+    from laser_repro.reporting import tables
+    from laser_repro.models.laser.fairseq_bridge import binarized_sentences
 
     results = {}
     for path in a.scores or []:
@@ -497,7 +502,7 @@ def cmd_tatoeba_table(a):
 
 def cmd_eval_table(a):
     """Table of one evaluation task, ours beside the paper; `--missing` when the task could not run."""
-    from laser_repro import tables
+    from laser_repro.reporting import tables
 
     if bool(a.scores) == bool(a.missing):
         raise SystemExit(f"eval-table {a.task}: give --scores or --missing (not both, not neither)")
@@ -518,7 +523,7 @@ def cmd_eval_table(a):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from laser_repro.corpora import OPUS_BASE_URL
+    from laser_repro.data.corpora import OPUS_BASE_URL
 
     p = argparse.ArgumentParser(prog="laser-repro", description=__doc__)
     p.add_argument("--provenance-json", metavar="JSON",
@@ -708,7 +713,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--csv8", help="xnli: Table 8 CSV")
     s.set_defaults(func=cmd_eval_table)
 
-    from laser_repro import ablation, bucc, flores, mldoc, nli_multitask, provenance, wmt, xnli
+    from laser_repro.reporting import ablation
+    from laser_repro.evaluation import bucc, flores, mldoc, wmt, xnli
+    from laser_repro.models.laser import nli_multitask
+    from laser_repro import provenance
     for task in (bucc, xnli, mldoc, wmt, provenance, ablation, nli_multitask, flores):
         task.add_cli(sub)
     return p

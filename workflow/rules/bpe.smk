@@ -1,4 +1,4 @@
-# Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.bpe): word frequencies of ALL the
+# Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.data.bpe): word frequencies of ALL the
 # tokenized training text -> bpe.merges merge operations (codes) and the vocabulary of the BPE'd text
 # -> fairseq dictionary; the codes are applied to every pair.
 

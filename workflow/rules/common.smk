@@ -4,9 +4,10 @@ import shlex
 import sys
 
 from laser_repro import config as run_config
-from laser_repro import languages
-from laser_repro.ablation import TABLES as ABLATION_TABLES
-from laser_repro import bucc, corpora
+from laser_repro.core import languages
+from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
+from laser_repro.evaluation import bucc
+from laser_repro.data import corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
 # PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
@@ -101,7 +102,7 @@ def flores_raw_file(lang):
 
 def flores_texts(kind, langs=None):
     """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
-    from laser_repro.flores import SPLITS
+    from laser_repro.evaluation.flores import SPLITS
 
     if not FLORES:
         return []
@@ -374,7 +375,7 @@ def multinli_zip():
 
 
 def mldoc_file(lang, split):
-    from laser_repro import mldoc
+    from laser_repro.evaluation import mldoc
 
     cfg = EVAL["mldoc"]
     directory = cfg["path"].format(root=DATA_ROOT)
@@ -382,7 +383,7 @@ def mldoc_file(lang, split):
 
 
 def wmt_archives():
-    from laser_repro import wmt
+    from laser_repro.evaluation import wmt
 
     cfg = EVAL["wmt"]
     return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
@@ -391,7 +392,7 @@ def wmt_archives():
 
 def wmt_languages():
     """English and the configured languages the test set pairs with it (others: absent in its table)."""
-    from laser_repro import wmt
+    from laser_repro.evaluation import wmt
 
     cfg = EVAL["wmt"]
     present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])

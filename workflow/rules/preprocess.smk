@@ -1,4 +1,4 @@
-# Stage 2: Moses preprocessing per corpus side, as round-robin shards (one job each; see laser_repro.sharding).
+# Stage 2: Moses preprocessing per corpus side, as round-robin shards (one job each; see laser_repro.data.sharding).
 
 
 rule preprocess_shard:
