@@ -106,7 +106,7 @@ def paper_languages():
 
 
 def part_real(root: Path, tmp: Path, merges_list: list[int], out: dict) -> None:
-    from laser_repro.cli import _preprocessor
+    from laser_repro.data.cli import _preprocessor
 
     flores = root / "flores200-dev"
     sizes, languages = paper_languages()

@@ -3,7 +3,8 @@
 * the fairseq plugin (``--user-dir``, loaded by fairseq in every training process) imports only
   fairseq, torch, numpy, the standard library, its own modules and
   ``laser_repro.models.checkpoint_safety`` -- which imports only the standard library and torch;
-* the modules of ``laser_repro`` import each other without a cycle.
+* the modules of ``laser_repro`` import each other without a cycle;
+* ``laser_repro.cli`` only assembles the parser: each subpackage defines its commands (``add_cli``).
 
 Every import counts, also those inside functions (the package imports heavy modules lazily): a lazy
 import is still a dependency, and a cycle through one (fairseq_bridge imported the plugin inside
@@ -138,6 +139,18 @@ def test_the_cycle_check_finds_a_cycle():
     assert _find_cycle(graph) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
+
+
+def test_cli_only_assembles_the_subcommands_of_the_subpackages():
+    """The commands live in the subpackage that owns their step (``add_cli(sub)``, ``cmd_*``);
+    ``laser_repro.cli`` builds the top-level parser from them and runs the chosen one."""
+    path = MODULES["laser_repro.cli"]
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 120, f"{path.relative_to(SRC)}: {len(text.splitlines())} lines"
+    functions = [node.name for node in ast.walk(ast.parse(text, str(path)))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert not [f for f in functions if f.startswith("cmd_")], functions
+    assert {"build_parser", "main"} <= set(functions), functions
 
 def test_plugin_nli_classes_are_the_xnli_labels():
     pytest.importorskip("fairseq")

@@ -17,6 +17,15 @@ CFG = PLAN.config
 RUN = f"results/{CFG['run_name']}"
 TABLE1 = [f"results/tables/{CFG['run_name']}/table1.md", f"results/tables/{CFG['run_name']}/table1.csv"]
 DATA_ROOT = CFG.get("data_root")
+LASER = PLAN.laser  # the config trains a LASER model (top-level model section); `models` holds the other families
+
+
+def alternatives(names):
+    """A wildcard regex matching exactly these names (none: nothing)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or "(?!x)x"
+
 
 wildcard_constraints:
     run=CFG["run_name"],
@@ -27,7 +36,7 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_-]+",
     k="[0-9]+",
     n="[0-9]+",
-    variant="|".join(PLAN.variants),
+    variant=alternatives(PLAN.variants),
 
 
 def shards_of(corpus):
@@ -250,6 +259,11 @@ def opus_url(w):
                                   base_url=CFG["opus"]["base_url"])
 
 
+def download_label(url):
+    """An archive's URL, or its parts' URLs joined by ' + ' (an archive published in parts)."""
+    return url if isinstance(url, str) else " + ".join(url)
+
+
 def local_corpus_file(corpus, lang):
     """A language's file of a local N-way corpus: under data_root, or extracted from the download."""
     c = PLAN.corpora[corpus]
@@ -257,7 +271,7 @@ def local_corpus_file(corpus, lang):
     if DATA_ROOT:
         path = c["path"].format(root=DATA_ROOT, code=code)
         if "download" in c:
-            raw(path, f"{c['download']['url']}#{c['download']['member'].format(code=code)}")
+            raw(path, f"{download_label(c['download']['url'])}#{c['download']['member'].format(code=code)}")
         return path
     if "download" not in c:
         raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no download section")
@@ -324,7 +338,7 @@ def opus_sha256_arg(w):
 
 
 # ---- evaluation data (Tables 2-4, 8; WMT similarity) ----------------------------------------------
-EVAL = CFG["evaluation"]
+EVAL = CFG.get("evaluation", {})
 TABLES = f"results/tables/{CFG['run_name']}"
 EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
 

@@ -27,11 +27,23 @@ rule download_opus:
                keys=["opus"], sources=True)
 
 
+def archive_parts(corpus):
+    """The URLs of a corpus archive published in parts (download.url a list), else []."""
+    url = PLAN.corpora[corpus]["download"]["url"]
+    return [] if isinstance(url, str) else list(url)
+
+
+SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not archive_parts(n)]
+PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and archive_parts(n)]
+
+
 rule download_archive:
     output:
         "resources/{corpus}/archive.tar.gz",
     log:
         "resources/logs/{corpus}/archive.log",
+    wildcard_constraints:
+        corpus=alternatives(SINGLE_ARCHIVES),
     params:
         url=lambda w: PLAN.corpora[w.corpus]["download"]["url"],
         sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
@@ -47,6 +59,44 @@ rule download_archive:
                keys=["corpora"], sources=True)
 
 
+rule download_archive_part:  # one part of an archive published in parts (the UN corpus's UNv1.0.6way.tar.gz.0*)
+    output:
+        temp("resources/{corpus}/archive.part{k}"),
+    log:
+        "resources/logs/{corpus}/archive.part{k}.log",
+    wildcard_constraints:
+        corpus=alternatives(PARTED_ARCHIVES),
+    params:
+        url=lambda w: archive_parts(w.corpus)[int(w.k)],
+        retries=CFG["opus"]["retries"],
+        sources=downloaded_from(lambda w: archive_parts(w.corpus)[int(w.k)]),
+    resources:
+        downloads=1,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
+               keys=["corpora"], sources=True)
+
+
+rule join_archive_parts:
+    input:
+        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(archive_parts(w.corpus)))],
+    output:
+        "resources/{corpus}/archive.tar.gz",
+    log:
+        "resources/logs/{corpus}/archive.log",
+    wildcard_constraints:
+        corpus=alternatives(PARTED_ARCHIVES),
+    params:
+        sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
+        if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro join-parts --parts {input:q} --output {output:q} {params.sha}", keys=["corpora"])
+
+
 rule extract_archive_member:
     input:
         "resources/{corpus}/archive.tar.gz",
@@ -55,7 +105,7 @@ rule extract_archive_member:
     log:
         "resources/logs/{corpus}/{code}.log",
     wildcard_constraints:
-        code="[A-Za-z]{3}_[A-Za-z]{4}[A-Za-z0-9._-]*",
+        code="(?!archive\\.)[A-Za-z0-9][A-Za-z0-9._-]*",  # FLORES eng_Latn, UN en (not archive.*)
     params:
         member=lambda w: PLAN.corpora[w.corpus]["download"]["member"].format(code=w.code),
     conda:
@@ -104,4 +154,4 @@ rule extract_bitext:
                keys=["corpora", "filters"], sources=True)
 
 
-localrules: download_opus, download_archive, download_tatoeba_test, extract_archive_member
+localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_tatoeba_test, extract_archive_member

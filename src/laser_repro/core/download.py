@@ -49,6 +49,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Sequence
 
 __all__ = [
     "DownloadError",
@@ -61,6 +62,7 @@ __all__ = [
     "sha256_file",
     "resolve_mirror",
     "is_url",
+    "join_parts",
 ]
 
 log = logging.getLogger(__name__)
@@ -454,3 +456,44 @@ def fetch(url: str | os.PathLike, dest: str | os.PathLike, **options) -> Path:
     ``options``: those of :func:`fetch_with_record` (``sha256``, ``size``, ``retries``, ``backoff``,
     ``timeout``, ``progress``), which does the work."""
     return Path(fetch_with_record(url, dest, **options)["dest"])
+
+
+def join_parts(parts: Sequence[str | os.PathLike], dest: str | os.PathLike, *, sha256: str | None = None) -> Path:
+    """An archive published in parts (the UN corpus's ``UNv1.0.6way.tar.gz.00`` .. ``.03``): the
+    downloaded parts concatenated in order into ``dest``, which appears only once the whole reads as
+    the archive its name says (and has ``sha256``, when given)."""
+    import shutil
+
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".joining")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(tmp, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, CHUNK_SIZE)
+        try:
+            verify_archive(tmp, dest.name)
+        except CorruptDownloadError as e:
+            raise CorruptDownloadError(f"{dest} joined from {', '.join(map(str, parts))}: {e}") from None
+        expected = _normalise_sha(sha256)
+        if expected:
+            got = sha256_file(tmp)
+            if got != expected:
+                raise CorruptDownloadError(f"{dest} joined from {len(parts)} parts: sha256 {got}, expected {expected}")
+        os.replace(tmp, dest)
+    finally:
+        _unlink(tmp)
+    return dest
+
+
+def cmd_join_parts(a) -> None:
+    log.info("joined %s", join_parts(a.parts, a.output, sha256=a.sha256))
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("join-parts", help="concatenate a downloaded multi-part archive and verify it")
+    s.add_argument("--parts", nargs="+", required=True, help="the parts, in order")
+    s.add_argument("--output", required=True)
+    s.add_argument("--sha256", help="of the joined archive")
+    s.set_defaults(func=cmd_join_parts)

@@ -654,3 +654,13 @@ def preprocess_file(in_path, out_path, preprocessor: Callable[[str], str], *, pr
             n_empty += not processed
             out.write(processed + "\n")
     return {"lines": n_lines, "empty_after": n_empty}
+
+
+def language_preprocessor(code: str, *, lowercase: bool = True) -> TextPreprocessor:
+    """The preprocessor of a language of the registry (ISO 639-3 ``code``): its Moses language,
+    segmenter (jieba, MeCab) and romanization (Greek), as in LASER."""
+    from laser_repro.core import languages
+
+    lang = languages.get(code)
+    return TextPreprocessor(lang.moses, segmenter=lang.segmenter or None, romanize=bool(lang.romanize),
+                            lowercase=lowercase)

@@ -21,18 +21,30 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(norms, 1e-12)
 
 
-def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Index of the most cosine-similar candidate for every query (ties: lowest index)."""
-    q, c = normalize_rows(queries), normalize_rows(candidates)
-    best = np.empty(len(q), dtype=np.int64)
-    for start in range(0, len(q), _BLOCK_ROWS):
-        best[start:start + _BLOCK_ROWS] = np.argmax(q[start:start + _BLOCK_ROWS] @ c.T, axis=1)
+def nearest_normalized(queries, candidates) -> np.ndarray:
+    """:func:`nearest_neighbours` of rows that are already L2-normalised (dense arrays or scipy sparse
+    matrices, e.g. TF-IDF rows): the dot product is the cosine. The one nearest-neighbour search of
+    every similarity error (Tatoeba, xsim, the N-way matrix of :mod:`laser_repro.evaluation.xsim`,
+    the TF-IDF baseline)."""
+    best = np.empty(queries.shape[0], dtype=np.int64)
+    for start in range(0, queries.shape[0], _BLOCK_ROWS):
+        sims = queries[start:start + _BLOCK_ROWS] @ candidates.T
+        if hasattr(sims, "toarray"):  # sparse rows
+            sims = sims.toarray()
+        best[start:start + _BLOCK_ROWS] = np.argmax(sims, axis=1)
     return best
 
 
-def retrieval_errors(queries: np.ndarray, candidates: np.ndarray) -> int:
-    """Queries whose nearest candidate is not the aligned one (row i <-> row i)."""
-    return int(np.sum(nearest_neighbours(queries, candidates) != np.arange(len(queries))))
+def nearest_neighbours(queries: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Index of the most cosine-similar candidate for every query (ties: lowest index)."""
+    return nearest_normalized(normalize_rows(queries), normalize_rows(candidates))
+
+
+def retrieval_errors(queries: np.ndarray, candidates: np.ndarray, *, normalized: bool = False) -> int:
+    """Queries whose nearest candidate is not the aligned one (row i <-> row i). ``normalized``: the
+    rows are already L2-normalised (see :func:`nearest_normalized`), so none is normalised again."""
+    nearest = nearest_normalized(queries, candidates) if normalized else nearest_neighbours(queries, candidates)
+    return int(np.sum(nearest != np.arange(queries.shape[0])))
 
 
 def tatoeba_error(xx_emb: np.ndarray, en_emb: np.ndarray) -> dict:
@@ -42,8 +54,9 @@ def tatoeba_error(xx_emb: np.ndarray, en_emb: np.ndarray) -> dict:
     n = len(xx_emb)
     if n == 0:
         raise ValueError("Tatoeba test set is empty")
-    en_xx = retrieval_errors(en_emb, xx_emb)
-    xx_en = retrieval_errors(xx_emb, en_emb)
+    xx, en = normalize_rows(xx_emb), normalize_rows(en_emb)  # once for both directions
+    en_xx = retrieval_errors(en, xx, normalized=True)
+    xx_en = retrieval_errors(xx, en, normalized=True)
     return {
         "test_sentences": n,
         "en_xx_errors": en_xx,

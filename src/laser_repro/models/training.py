@@ -1,5 +1,6 @@
-"""Training: ``laser-repro train``'s launcher (lock, fingerprint, torchrun/srun workers) and worker
-(one fairseq rank), and the publication of the trained model."""
+"""Training of every model family: ``laser-repro train --family F``'s launcher (lock, fingerprint,
+torchrun/srun workers), its worker (one rank: the family's ``train_worker``, polled for preemption),
+the run's status, the publication of the trained model, and the command's parser (:func:`add_cli`)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 
 from laser_repro.core.textio import read_json, write_json
+from laser_repro.models.registry import FAMILIES
 
 log = logging.getLogger("laser_repro")
 
@@ -16,7 +18,7 @@ log = logging.getLogger("laser_repro")
 def _train_worker_argv(a, threads: int) -> list[str]:
     argv = ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
             "--threads", str(threads), "--stop-before-limit", str(a.stop_before_limit),
-            "--settings", a.settings]
+            "--settings", a.settings, "--family", a.family]
     for opt, value in (("--initial", a.initial), ("--curves", a.curves)):
         if value:
             argv += [opt, value]
@@ -44,19 +46,22 @@ def cmd_train(a):
         raise SystemExit(str(err)) from None
     # into the provenance record: how it was trained (float sums differ with threads and processes)
     status = read_json(Path(a.save_dir) / TRAIN_STATUS)
-    a.runtime = {k: status.get(k) for k in ("world_size", "threads", "update_freq", "max_tokens",
-                                            "tokens_per_update", "start_updates", "num_updates")}
+    a.runtime = {k: status[k] for k in ("family", "world_size", "threads", "update_freq", "max_tokens",
+                                        "tokens_per_update", "batch_size", "start_updates", "num_updates")
+                 if status.get(k) is not None}
 
 
 def _train_launcher(a, settings: dict):
     from laser_repro.core import launch
-    from laser_repro.models import training_guard
+    from laser_repro.models import registry, training_guard
 
     save_dir = Path(a.save_dir)
-    guard = training_guard.prepare_save_dir(save_dir, settings, a.data, workers=min(max(a.threads, 1), 8))
+    family = registry.get(a.family)
+    guard = training_guard.prepare_save_dir(save_dir, settings, a.data, workers=min(max(a.threads, 1), 8),
+                                            family=family)
     status_path = save_dir / TRAIN_STATUS
     previous = read_json(status_path) if status_path.exists() else {}
-    if _finished_unpublished(previous, guard["digest"], settings, save_dir):
+    if _finished_unpublished(previous, guard["digest"], settings, save_dir, family):
         # A previous job of this very fingerprint and these stopping criteria trained to the end
         # and died before publishing (or its outputs were deleted): its model is this run's
         # result. Resuming instead would make zero updates (an error) or, with early stopping,
@@ -64,7 +69,7 @@ def _train_launcher(a, settings: dict):
         log.warning("%s: training already completed at update %s with the same fingerprint and stopping "
                     "criteria (%s); publishing that model without training (to train anew, move %s aside)",
                     save_dir, previous["num_updates"], status_path, save_dir)
-        _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"))
+        _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"), family)
         return
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
     if a.launcher == "srun":
@@ -89,76 +94,39 @@ def _train_launcher(a, settings: dict):
         raise SystemExit(f"training workers failed (exit status {rc}); see the log above")
 
 
-def _finished_unpublished(previous: dict, digest: str, settings: dict, save_dir: Path) -> bool:
+def _finished_unpublished(previous: dict, digest: str, settings: dict, save_dir: Path, family) -> bool:
     """True when ``previous`` (the last job's train_status.json) completed training of this
     fingerprint with these stopping criteria, and ``checkpoint_last.pt`` is still at its update."""
-    from laser_repro.models.laser import fairseq_bridge
-    from laser_repro.models import training_guard
-
     last = save_dir / "checkpoint_last.pt"
     if not (previous.get("status") == "completed" and previous.get("fingerprint") == digest
-            and previous.get("stopping") == training_guard.stopping_settings(settings) and last.exists()
+            and previous.get("stopping") == family.stopping_settings(settings) and last.exists()
             and (save_dir / previous.get("model", "checkpoint_last.pt")).exists()):
         return False
-    return fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(last)) == previous.get("num_updates")
+    return family.checkpoint_updates(last) == previous.get("num_updates")
 
 
 TRAIN_STATUS = "train_status.json"
 
 
 def _train_worker(a, settings: dict, rank) -> None:
+    """One rank: the family trains, polling the preemption flag (signals; the SLURM time limit)."""
     import torch
 
-    from laser_repro.models.laser import fairseq_bridge
     from laser_repro.core import launch
-    from laser_repro.models import training_guard
-    from laser_repro.config import planned_tokens_per_update
+    from laser_repro.models import registry, training_guard
 
     torch.set_num_threads(a.threads)
-    train = dict(settings["train"])
-    planned = planned_tokens_per_update(train)
-    train.pop("tokens_per_update", None)
-    train.pop("gpus")
-    train.pop("cpu_processes", None)
-    early = train.pop("early_stopping", None)
-    if early:  # validate (and save, so that checkpoint_best.pt follows) every interval on the held-out pairs
-        train.update(validate_interval_updates=early["interval_updates"], save_interval_updates=early["interval_updates"],
-                     keep_interval_updates=1, patience=early["patience"])
-    # the same tokens per update whatever the number of processes found here
-    train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
-    tokens_per_update = train["max_tokens"] * rank.world_size * train["update_freq"]  # >= planned
-    gpus = torch.cuda.device_count()
+    family = registry.get(a.family)
     if rank.source == "srun":  # torchrun sets these itself
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = rank.master_addr, str(rank.master_port)
-    if rank.is_master:
-        log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
-                 planned, train["max_tokens"], rank.world_size, train["update_freq"], tokens_per_update)
-    nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
-    curves = settings.get("curves")  # learning curves (laser_repro.evaluation.curves); they measure the held-out loss
-    # pairs with no binarized sentence (empty bitexts) are left out with a warning; none left: an error
-    pairs, _ = fairseq_bridge.nonempty_pairs(a.data, settings["pairs"])
-    argv = fairseq_bridge.fairseq_train_argv(a.data, a.save_dir, pairs, settings["targets"],
-                                             settings["model"], train, cpu=gpus == 0, nli=nli,
-                                             validate=bool(early) or (False if curves else None))
-    argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
-                                            cpu=gpus == 0,
-                                            unused_parameters=fairseq_bridge.nli_settings(nli) is not None)
-    if rank.is_master:
-        log.info("fairseq-train %s", " ".join(argv))
     deadline = launch.training_deadline(a.stop_before_limit) if rank.is_master else None
     if deadline is not None:
         log.info("inside SLURM job %s: checkpoint and stop at %s (%d s before its time limit)",
                  os.environ.get("SLURM_JOB_ID"), time.strftime("%H:%M:%S", time.localtime(deadline)),
                  a.stop_before_limit)
-    monitor = None
-    if curves and rank.is_master:
-        from laser_repro.evaluation.curves import CURVES_FILE, CurveMonitor
-
-        monitor = CurveMonitor(Path(a.save_dir) / CURVES_FILE, seed=train["seed"], **curves)
-    initial = Path(a.save_dir) / INITIAL_CHECKPOINT if rank.is_master else None
     with launch.PreemptionFlag(deadline) as flag:
-        outcome = fairseq_bridge.train(argv, stop_requested=lambda: flag.requested, initial_checkpoint=initial,
-                                       monitor=monitor)
+        outcome = family.train_worker(Path(a.data), Path(a.save_dir), settings, rank=rank, threads=a.threads,
+                                      stop_requested=lambda: flag.requested)
     no_update = not outcome["preempted"] and outcome["num_updates"] <= outcome["start_updates"]
     if not rank.is_master:
         if outcome["preempted"]:
@@ -168,37 +136,27 @@ def _train_worker(a, settings: dict, rank) -> None:
         return
     fingerprint = training_guard.read_fingerprint_file(a.save_dir) or {}
     # threads and world size: floating-point sums (and so the weights, by ~1e-7) depend on them
-    status = {"status": "preempted" if outcome["preempted"] else "completed",
+    status = {"status": "preempted" if outcome["preempted"] else "completed", "family": family.name,
               "num_updates": outcome["num_updates"], "start_updates": outcome["start_updates"],
-              "world_size": rank.world_size, "threads": a.threads,
-              "update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
-              "tokens_per_update": tokens_per_update,
+              "world_size": rank.world_size, "threads": a.threads, **outcome.get("runtime", {}),
               "reason": flag.reason, "fingerprint": fingerprint.get("digest"),
-              "stopping": training_guard.stopping_settings(settings), "model": "checkpoint_last.pt"}
+              "stopping": family.stopping_settings(settings), "model": "checkpoint_last.pt"}
     last = Path(a.save_dir) / "checkpoint_last.pt"
     if no_update:
         status.update(status="failed", error=_no_update_message(last, outcome, settings))
         write_json(Path(a.save_dir) / TRAIN_STATUS, status)
         raise SystemExit(status["error"])
+    if not outcome["preempted"]:
+        model = Path(outcome["model"])
+        if not model.exists():
+            status.update(status="failed", error=f"training finished without {model}")
+        status.update(model=model.name, kept_update=outcome.get("kept_update"))
     write_json(Path(a.save_dir) / TRAIN_STATUS, status)
     if outcome["preempted"]:
         raise SystemExit(launch.EXIT_PREEMPTED)
-    if not last.exists():
-        raise SystemExit(f"training finished without {last}")
-    if early:  # the model is the checkpoint with the lowest held-out loss
-        last = Path(a.save_dir) / "checkpoint_best.pt"
-        if not last.exists():
-            raise SystemExit(f"early stopping: training finished without {last}")
-        kept = fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(last))
-        log.info("early stopping: the model is %s (update %d, lowest held-out loss); stopped at update %d",
-                 last, kept, outcome["num_updates"])
-        status.update(kept_update=kept, model=last.name)
-        write_json(Path(a.save_dir) / TRAIN_STATUS, status)
-        if curves:
-            from laser_repro.evaluation.curves import CURVES_FILE, mark_kept
-
-            mark_kept(Path(a.save_dir) / CURVES_FILE, kept)
-    _publish_outputs(a, last)
+    if status.get("error"):
+        raise SystemExit(status["error"])
+    _publish_outputs(a, model, family)
 
 
 def _no_update_message(last: Path, outcome: dict, settings: dict) -> str:
@@ -210,7 +168,7 @@ def _no_update_message(last: Path, outcome: dict, settings: dict) -> str:
             f"to train anew move {last.parent} aside.")
 
 
-def _publish_outputs(a, model: Path) -> None:
+def _publish_outputs(a, model: Path, family) -> None:
     """Publish the model (``--final``) and, when asked, the update-0 model and the curves."""
     save_dir = Path(a.save_dir)
     if a.initial:
@@ -220,9 +178,9 @@ def _publish_outputs(a, model: Path) -> None:
                              f"{a.save_dir} and train again")
         _publish(initial, a.initial)
     if a.curves:
-        from laser_repro.evaluation.curves import CURVES_FILE
-
-        _publish(save_dir / CURVES_FILE, a.curves, link=False)
+        if family.curves_file is None:
+            raise SystemExit(f"--curves: the {family.name} family writes no learning curves")
+        _publish(save_dir / family.curves_file, a.curves, link=False)
     _publish(model, a.final)
 
 
@@ -244,3 +202,25 @@ def _publish(src: Path, dest, link: bool = True) -> None:
     except OSError:
         shutil.copyfile(src, tmp)
     os.replace(tmp, dest)
+
+
+def add_cli(sub) -> None:
+    """Register ``train`` on an argparse subparsers object."""
+    s = sub.add_parser("train", help="train (or resume) a model of any family (LASER: the encoder-decoder with fairseq)")
+    s.add_argument("--data", required=True)
+    s.add_argument("--save-dir", required=True)
+    s.add_argument("--final", required=True)
+    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--settings", required=True,
+                   help='JSON: pairs, targets, model, train (+ optional nli: {"data": PREFIX, "weight": W}, '
+                        'curves: {"interval_updates", "languages", "loss_sentences"})')
+    s.add_argument("--initial", help="also write the model at update 0 here (the random-encoder baseline)")
+    s.add_argument("--curves", help="also write the learning curves (JSON lines) here; needs settings.curves")
+    s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
+                   help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
+                        "machine; srun: one worker per task of the SLURM allocation; worker: internal")
+    s.add_argument("--stop-before-limit", type=int, default=300, metavar="SECONDS",
+                   help="inside a SLURM job: checkpoint and exit 75 this long before the job's time limit")
+    s.add_argument("--family", choices=list(FAMILIES), default="laser",
+                   help="model family (laser_repro.models.<family>, see laser_repro.models.registry)")
+    s.set_defaults(func=cmd_train)

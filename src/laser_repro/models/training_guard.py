@@ -165,14 +165,17 @@ def hash_files(files: Mapping[str, Path], cache: Optional[Mapping] = None, worke
 
 
 def compute_fingerprint(settings: Mapping, data_dir, cache: Optional[Mapping] = None,
-                        workers: int = 1) -> tuple[dict, dict]:
+                        workers: int = 1, family=None) -> tuple[dict, dict]:
     """``(fingerprint, stat cache)`` of a training run: ``{"version", "settings", "dictionary",
-    "data"}`` (module docstring)."""
-    hashes, stats = hash_files(data_files(data_dir, settings), cache, workers)
+    "data"}`` (module docstring). ``family`` (laser_repro.models.base.ModelFamily) says which
+    settings and files count; None: LASER's (:func:`model_settings`, :func:`data_files`)."""
+    files = data_files(data_dir, settings) if family is None else family.data_files(data_dir, settings)
+    hashes, stats = hash_files(files, cache, workers)
     dictionary = hashes.pop("dict.txt")
     if dictionary is None:
         raise FileNotFoundError(f"{Path(data_dir) / 'dict.txt'}: the dictionary of the binarized data is missing")
-    fingerprint = {"version": FINGERPRINT_VERSION, "settings": model_settings(settings),
+    chosen = model_settings(settings) if family is None else family.fingerprint_settings(settings)
+    fingerprint = {"version": FINGERPRINT_VERSION, "settings": chosen,
                    "dictionary": dictionary, "data": hashes}
     return fingerprint, stats
 
@@ -257,7 +260,7 @@ def move_aside(save_dir) -> Path:
     return dest
 
 
-def prepare_save_dir(save_dir, settings: Mapping, data_dir, workers: int = 1) -> dict:
+def prepare_save_dir(save_dir, settings: Mapping, data_dir, workers: int = 1, family=None) -> dict:
     """Make ``save_dir`` a directory of this training run (call it holding the :class:`TrainingLock`).
 
     Resumable contents are kept when the stored fingerprint equals the current one; other
@@ -267,7 +270,7 @@ def prepare_save_dir(save_dir, settings: Mapping, data_dir, workers: int = 1) ->
     save_dir = Path(save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
     stored = read_fingerprint_file(save_dir)
-    fingerprint, stats = compute_fingerprint(settings, data_dir, (stored or {}).get("file_stats"), workers)
+    fingerprint, stats = compute_fingerprint(settings, data_dir, (stored or {}).get("file_stats"), workers, family)
     moved_to = None
     contents = [p for p in save_dir.iterdir() if p.name != LOCK_FILE]
     differences = fingerprint_differences(stored and stored["fingerprint"], fingerprint)

@@ -17,7 +17,7 @@ rule binarize_pair:
     resources:
         mem_mb=2000,
     conda:
-        "../../envs/laser.yaml"
+        "../../../envs/laser.yaml"
     shell:
         logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
                " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q}")
@@ -60,7 +60,7 @@ rule train:
         mem_mb=16000,
         runtime=7200,
     conda:
-        "../../envs/laser.yaml"
+        "../../../envs/laser.yaml"
     shell:
         logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
@@ -76,7 +76,7 @@ rule export_encoder:
     log:
         "results/{run}/logs/{variant}/export.log",
     conda:
-        "../../envs/laser.yaml"
+        "../../../envs/laser.yaml"
     shell:
         logged("laser-repro export --checkpoint {input:q} --output {output:q}")
 
@@ -108,7 +108,7 @@ rule nli_binarize:
         prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
     conda:
-        "../../envs/laser.yaml"
+        "../../../envs/laser.yaml"
     shell:
         logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang eng --input {input.premises:q} --output {params.prefix:q}.premise.bpe"
