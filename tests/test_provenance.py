@@ -390,3 +390,27 @@ def test_sync_mtimes_restores_recorded_times(tmp_path, monkeypatch):
     Path("c.txt").write_text("c")
     provenance.record("make_c", ["c.txt"], ["b.txt"], start=START)
     assert hashed == ["c.txt"]
+
+
+def test_sync_mtimes_dates_a_jobs_benchmark_with_its_outputs(tmp_path, monkeypatch):
+    """Snakemake dates a job by its benchmark file as by an output: when sync-mtimes raises an
+    input (here to 1 s after its own input) above the consumer's benchmark, the benchmark follows
+    the consumer's outputs, or the consumer would rerun (seen after copying a toy run's results)."""
+    monkeypatch.chdir(tmp_path)
+    t0 = time.time_ns() - 3600 * 10**9
+    Path("raw.txt").write_text("r\n")
+    os.utime("raw.txt", ns=(t0, t0))
+    Path("words").write_text("w\n")  # made 0.2 s after its input: sync-mtimes raises it to 1 s after
+    os.utime("words", ns=(t0, t0 + 200_000_000))
+    provenance.record("count", ["words"], ["raw.txt"], start=START)
+    Path("codes").write_text("c\n")
+    os.utime("codes", ns=(t0, t0 + 400_000_000))
+    Path("bench.tsv").write_text("s\n0.1\n")
+    os.utime("bench.tsv", ns=(t0, t0 + 500_000_000))
+    rec = provenance.record("learn", ["codes"], ["words"], start=START, benchmark="bench.tsv")
+    assert rec["benchmark"] == "bench.tsv"
+    result = provenance.sync_mtimes([tmp_path])
+    m = {p: Path(p).stat().st_mtime_ns for p in ("raw.txt", "words", "codes", "bench.tsv")}
+    assert m["words"] >= m["raw.txt"] + 10**9 and m["codes"] >= m["words"] + 10**9
+    assert m["bench.tsv"] == m["codes"] and str(tmp_path / "bench.tsv") in result["times"]
+    assert provenance.sync_mtimes([tmp_path])["times"] == {}  # idempotent

@@ -191,8 +191,10 @@ def provenance_json(rule_, settings, sources):
 
     def param(wildcards, input, output):
         logs = rule_.expand_log(dict(wildcards.items()))
+        bench = rule_.expand_benchmark(dict(wildcards.items())) if rule_.benchmark else None
         spec = {"rule": rule_.name, "inputs": list(input), "outputs": list(output),
-                "log": str(logs[0]) if logs else None, "config": settings,
+                "log": str(logs[0]) if logs else None, "benchmark": str(bench) if bench else None,
+                "config": settings,
                 "sources": source_items(wildcards, input, output) if source_items else []}
         return shlex.quote(json.dumps(spec, sort_keys=True))
 
@@ -208,6 +210,8 @@ def name_recorded_rules():
         if not rule_.shellcmd:
             continue
         if "laser_repro.provenance" in rule_.shellcmd:
+            if rule_.benchmark:  # sync-mtimes re-dates a benchmark only through an in-process record
+                raise ValueError(f"rule {rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
             rule_.set_params(rule_name=shlex.quote(rule_.name))
         elif isinstance(rule_.shellcmd, InProcessRecord):
             rule_.set_params(provenance_json=provenance_json(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))

@@ -285,11 +285,13 @@ def _input_entry(path: str, cwd: str) -> dict:
 
 def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = None,
            wildcards: dict | None = None, log_file: str | None = None, config=None,
-           sources: dict | None = None, runtime: dict | None = None) -> dict:
+           sources: dict | None = None, runtime: dict | None = None, benchmark: str | None = None) -> dict:
     """Write ``O.prov.json`` for every output O of a finished job and return the record.
 
     Paths are taken relative to the cwd (the workflow root). An absent output raises
     ProvenanceError naming it; an absent input is recorded with sha256 null (and a warning).
+    `benchmark`: the job's Snakemake benchmark file (written after this record, so not hashed):
+    Snakemake dates a job by it as by an output, so ``sync-mtimes`` re-dates it with the outputs.
     """
     cwd = os.getcwd()
     started = start if isinstance(start, dt.datetime) else parse_time(start)
@@ -313,6 +315,7 @@ def record(rule: str, outputs, inputs=(), *, start: str | dt.datetime | None = N
         "end": end.isoformat(),
         "duration_s": round((end - started).total_seconds(), 3),
         "log": rel_key(log_file, cwd) if log_file else None,
+        "benchmark": rel_key(benchmark, cwd) if benchmark else None,
         "outputs": out_entries,
         "inputs": in_entries,
         "sources": dict(sources or {}),
@@ -347,7 +350,7 @@ def record_job(spec: str | dict, *, start: str | float | dt.datetime | None = No
         return record(spec["rule"], spec["outputs"], spec.get("inputs") or (), start=start,
                       wildcards=parse_wildcards(wildcards) if isinstance(wildcards, str) else wildcards,
                       log_file=spec.get("log"), config=spec.get("config"), sources=parse_sources(spec.get("sources")),
-                      runtime=runtime)
+                      runtime=runtime, benchmark=spec.get("benchmark"))
     except (ProvenanceError, ValueError) as err:
         raise SystemExit(f"provenance: {err}") from None
 
@@ -607,6 +610,22 @@ def _target_times(order: list[str], records: dict, now_ns: int) -> tuple[dict, d
     return changed, {p: t for p, t in raw_times.items() if cur(p) != (t, t)}
 
 
+def _benchmark_times(order: list[str], records: dict, times: dict) -> dict:
+    """New mtimes of the benchmark files of the verified outputs' jobs: the newest of the job's
+    outputs. Snakemake counts a benchmark as an output: one left older than a re-dated input
+    would make the job rerun."""
+    out: dict[str, int] = {}
+    for path in order:
+        rec, _, root = records[path]
+        if not rec.get("benchmark"):
+            continue
+        bench = _resolve(rec["benchmark"], root)
+        if os.path.isfile(bench):
+            t = times.get(path, _mtime_range(path)[1])
+            out[bench] = max(out.get(bench, t), t)
+    return {p: t for p, t in out.items() if os.stat(p).st_mtime_ns != t}
+
+
 def _consistent(order: list[str], records: dict, cur, now_ns: int) -> bool:
     """Whether every verified output is already >= 1 s newer than each existing input, and not in the future."""
     for path in order:
@@ -695,15 +714,15 @@ def sync_mtimes(roots, *, dry_run: bool = False, now_ns: int | None = None, work
         check(path)
 
     times, raw_times = _target_times(order, records, now_ns)
+    times.update(_benchmark_times(order, records, times))
     if not dry_run:
         for path, t in sorted(raw_times.items()):
             try:
                 _set_mtime(path, t)
             except OSError as err:  # e.g. a read-only shared corpus: its consumers may be rerun
                 log.warning("cannot re-date raw input %s: %s", path, err)
-        for path in order:
-            if path in times:
-                _set_mtime(path, times[path])
+        for path in sorted(times):
+            _set_mtime(path, times[path])
     untouched = {p: r for p, r in sorted(verdict.items()) if r is not None}
     return {"verified": order, "untouched": untouched, "times": {**raw_times, **times}}
 
