@@ -77,6 +77,11 @@ rule compare:  # the models of every family on the same FLORES split (config/com
         COMPARE_TARGETS,
 
 
+rule multienc:  # the Schwenk & Douze models: paper 004's Tables 1-4 and the learning curves
+    input:
+        multienc_targets(),
+
+
 # Coarse targets, one per DVC stage (dvc.yaml): data -> models -> evaluate -> tables.
 rule data:
     input:

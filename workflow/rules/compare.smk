@@ -15,11 +15,8 @@ def compared_models():
 
 
 def compare_languages():
-    """The FLORES languages every compared model was trained on."""
-    langs = set(PLAN.flores_languages)
-    for name, family in compared_models().items():
-        langs &= set(PLAN.trained_languages if family == "laser" else multienc_encoder_languages(name))
-    return [lang for lang in PLAN.flores_languages if lang in langs]
+    """The FLORES languages of flores_eval (a model without an encoder for one shows –)."""
+    return list(PLAN.flores_languages)
 
 
 def compare_scores(family):
@@ -40,9 +37,9 @@ rule compare_flores:
     params:
         laser=lambda w: [f"{n}={p}" for n, p in compare_scores("laser")(w).items()],
         multienc=lambda w: [f"{n}={p}" for n, p in compare_scores("multienc")(w).items()],
-        models=lambda w: shell_quote_json({name: {"family": f, "description": "LASER (this run's model section)"
-                                                  if f == "laser" else MULTIENC[name].get("description", name)}
-                                           for name, f in compared_models().items()}),
+        models=lambda w: shell_quote_json([{"name": name, "family": f, "description": "LASER (this run's model section)"
+                                            if f == "laser" else MULTIENC[name].get("description", name)}
+                                           for name, f in compared_models().items()]),
         langs=lambda w: compare_languages(),
         heldout=lambda w: list(FLORES["heldout_lines"]),
         run=CFG["run_name"],

@@ -114,7 +114,7 @@ def _named(items: Sequence[str], option: str) -> dict[str, str]:
 def cmd_compare(a) -> None:
     import json
 
-    specs = json.loads(a.models)
+    specs = {m["name"]: m for m in json.loads(a.models)}  # a list: the column order
     files = {**_named(a.laser, "--laser"), **_named(a.multienc, "--multienc")}
     if set(files) != set(specs):
         raise SystemExit(f"compare-flores: --models names {sorted(specs)} but scores for {sorted(files)}")
@@ -127,7 +127,7 @@ def add_cli(sub) -> None:
     s = sub.add_parser("compare-flores", help="one FLORES xsim table for models of several families on the same split")
     s.add_argument("--laser", nargs="*", default=[], metavar="NAME=JSON", help="a LASER model's flores-xsim scores")
     s.add_argument("--multienc", nargs="*", default=[], metavar="NAME=JSON", help="a multienc model's similarity scores")
-    s.add_argument("--models", required=True, help='JSON {"<name>": {"family", "description"}} in column order')
+    s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
     s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
     s.add_argument("--langs", nargs="+", required=True)
     s.add_argument("--heldout", nargs=2, type=int, required=True)

@@ -315,16 +315,16 @@ def cmd_tables(a):
 
     from laser_repro.core.textio import read_json
 
-    models = json.loads(a.models)
+    models = json.loads(a.models)  # a list, in the order of --similarity
     if len(models) != len(a.similarity):
         raise SystemExit(f"multienc-tables: {len(models)} models but {len(a.similarity)} --similarity files")
     if len(a.tfidf) > 1:
         raise SystemExit("multienc-tables: the models were validated on different sentences "
                          f"({', '.join(a.tfidf)}): one table compares models on the same N-way data")
     results = []
-    for (name, spec), path in zip(models.items(), a.similarity):
+    for spec, path in zip(models, a.similarity):
         scores = read_json(path)
-        results.append({"name": name, "description": spec.get("description") or name,
+        results.append({"name": spec["name"], "description": spec.get("description") or spec["name"],
                         "paper_rows": list(spec.get("paper_rows", [])),
                         "similarity": scores["similarity"], "init": scores.get("init")})
     tfidf = read_json(a.tfidf[0]) if a.tfidf else None
@@ -338,7 +338,7 @@ def add_cli(sub) -> None:
     s.add_argument("--similarity", nargs="+", required=True, metavar="JSON",
                    help="per model: {similarity, init} (laser-repro similarity)")
     s.add_argument("--models", required=True, metavar="JSON",
-                   help='{"<name>": {"description": ..., "paper_rows": [...]}, ...} in the order of --similarity')
+                   help='[{"name", "description", "paper_rows"}, ...] in the order of --similarity')
     s.add_argument("--tfidf", nargs="*", default=[], metavar="JSON", help="the TF-IDF baseline's similarity-error matrix")
     s.add_argument("--out-dir", required=True, help="writes table1.md/.csv ... table4.md/.csv")
     s.add_argument("--run-name", required=True)

@@ -135,9 +135,8 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
     params:
         out_dir=MULTIENC_TABLES,
         run=CFG["run_name"],
-        models=lambda w: shell_quote_json({name: {"description": m.get("description", name),
-                                                  "paper_rows": list(m["paper_rows"])}
-                                           for name, m in MULTIENC.items()}),
+        models=lambda w: shell_quote_json([{"name": name, "description": m.get("description", name),
+                                            "paper_rows": list(m["paper_rows"])} for name, m in MULTIENC.items()]),
     conda:
         "../../../envs/laser.yaml"
     shell:

@@ -145,6 +145,7 @@ class _Training:
         self.optimizer = OPTIMIZERS[self.opts["optimizer"]](self.model.parameters(), lr=self.opts["lr"])
         self.state = {"num_updates": 0, "epoch": 1, "batch_index": 0, "lr": float(self.opts["lr"]),
                       "best_similarity_error": None, "best_update": None, "bad_validations": 0,
+                      "best_valid_loss": None, "best_model_loss": None,
                       "history": [], "train_loss_sum": 0.0, "train_tokens": 0}
         self._epoch_batches: tuple[int, list] = (0, [])
         self._last_log = (time.perf_counter(), 0)
@@ -284,9 +285,19 @@ class _Training:
                   "valid_loss": valid_loss, "valid_similarity_error": error, "pairs": pairs}
         s["history"].append(record)
         s["train_loss_sum"], s["train_tokens"] = 0.0, 0
-        improved = s["best_similarity_error"] is None or error < s["best_similarity_error"]
+        # the kept model: the lowest similarity error (ties: the lower loss). Progress, which resets the
+        # patience and keeps the learning rate, is a lower similarity error or a lower dev loss -- the
+        # paper measures both ("perplexity for the decoders and similarity error ... for the encoders");
+        # early on the error sits at chance level while the decoders already learn
+        best_error, best_loss = s["best_similarity_error"], s.get("best_valid_loss")
+        improved = best_error is None or error < best_error or (error == best_error and valid_loss < s["best_model_loss"])
+        progress = improved or best_loss is None or valid_loss < best_loss
         if improved:
-            s["best_similarity_error"], s["best_update"], s["bad_validations"] = error, s["num_updates"], 0
+            s["best_similarity_error"], s["best_update"], s["best_model_loss"] = error, s["num_updates"], valid_loss
+        if best_loss is None or valid_loss < best_loss:
+            s["best_valid_loss"] = valid_loss
+        if progress:
+            s["bad_validations"] = 0
         else:
             s["bad_validations"] += 1
             s["lr"] *= self.opts["lr_decay"]
@@ -319,8 +330,8 @@ class _Training:
             end_of_epoch = s["batch_index"] == len(epoch_batches)
             if end_of_epoch:
                 s["epoch"], s["batch_index"] = epoch + 1, 0
-            interval = self.opts["validate_interval_updates"]
-            if end_of_epoch or (interval and s["num_updates"] % interval == 0):
+            interval = self.opts["validate_interval_updates"]  # None: at the end of every epoch
+            if (interval and s["num_updates"] % interval == 0) or (not interval and end_of_epoch):
                 self.validate(epoch)
         else:
             if not s["history"] or s["history"][-1]["update"] != s["num_updates"]:
