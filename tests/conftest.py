@@ -29,9 +29,9 @@ def torch_single_thread():
 
 
 def run_snakemake(*args, cwd=REPO, timeout=1500, env=None):
-    """``snakemake -s Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
+    """``snakemake -s workflow/Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd, env=env,
+    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     return proc
 

@@ -100,6 +100,43 @@ def init_encoder(w):
     return f"{RUN}/models/{w.variant}/encoder_init.pt"
 
 
+# ---- other model families: N-way data, multienc models, the comparison ---------------------------------
+NWAY = PLAN.nway_data
+MULTIENC = PLAN.multienc
+MULTIENC_TABLES = f"results/tables/{CFG['run_name']}/schwenk_douze_2017"
+
+
+def nway_raw_inputs(w):
+    """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
+    d = NWAY[w.data]
+    files = {"raw": local_corpus_file(d["corpus"], w.lang)}
+    if "corpus" in d["valid"]:
+        files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
+    return files
+
+
+def nway_valid_args(w, input):
+    d = NWAY[w.data]
+    if "corpus" in d["valid"]:
+        return f"--valid-raw {shlex.quote(input.valid_raw)}"
+    start, stop = d["valid"]["heldout_lines"]
+    return f"--heldout {int(start)} {int(stop)}"
+
+
+def multienc_targets():
+    """What the main command builds for the multienc models: paper 004's Tables 1-4 and the learning curves."""
+    if not MULTIENC:
+        return []
+    return [*expand(f"{MULTIENC_TABLES}/table{{n}}.{{ext}}", n=[1, 2, 3, 4], ext=["md", "csv"]),
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in MULTIENC]]
+
+
+def compare_scores(family):
+    """name -> scores file of the compared models of one family (FLORES xsim for LASER, similarity for multienc)."""
+    return {name: f"{RUN}/flores/{name}/scores.json" if f == "laser" else f"{RUN}/models/{name}/similarity.json"
+            for name, f in PLAN.compared_models.items() if f == family}
+
+
 # ---- FLORES xsim (flores_eval) ----------------------------------------------------------------------------
 FLORES = PLAN.flores_eval
 FLORES_DIR = f"{RUN}/flores"
@@ -211,7 +248,7 @@ def name_recorded_rules():
             continue
         if "laser_repro.provenance" in rule_.shellcmd:
             if rule_.benchmark:  # sync-mtimes re-dates a benchmark only through an in-process record
-                raise ValueError(f"rule {rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
+                raise ValueError(f"{rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
             rule_.set_params(rule_name=shlex.quote(rule_.name))
         elif isinstance(rule_.shellcmd, InProcessRecord):
             rule_.set_params(provenance_json=provenance_json(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
@@ -261,6 +298,10 @@ def opus_url(w):
     """The OPUS URL of rule download_opus's zip (OPUS language codes hold no '-')."""
     return corpora.opus_moses_url(w.opus_corpus, w.version, *w.zipname.split("-", 1),
                                   base_url=CFG["opus"]["base_url"])
+
+
+SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not PLAN.archive_parts(n)]
+PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and PLAN.archive_parts(n)]
 
 
 def download_label(url):

@@ -20,21 +20,11 @@ rule download_opus:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
                " --retries {params.retries:q} --base-url {params.base:q} {params.mirror} {params.absent_ok}",
                keys=["opus"], sources=True)
-
-
-def archive_parts(corpus):
-    """The URLs of a corpus archive published in parts (download.url a list), else []."""
-    url = PLAN.corpora[corpus]["download"]["url"]
-    return [] if isinstance(url, str) else list(url)
-
-
-SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not archive_parts(n)]
-PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and archive_parts(n)]
 
 
 rule download_archive:
@@ -53,7 +43,7 @@ rule download_archive:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
                keys=["corpora"], sources=True)
@@ -67,13 +57,13 @@ rule download_archive_part:  # one part of an archive published in parts (the UN
     wildcard_constraints:
         corpus=alternatives(PARTED_ARCHIVES),
     params:
-        url=lambda w: archive_parts(w.corpus)[int(w.k)],
+        url=lambda w: PLAN.archive_parts(w.corpus)[int(w.k)],
         retries=CFG["opus"]["retries"],
-        sources=downloaded_from(lambda w: archive_parts(w.corpus)[int(w.k)]),
+        sources=downloaded_from(lambda w: PLAN.archive_parts(w.corpus)[int(w.k)]),
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
                keys=["corpora"], sources=True)
@@ -81,7 +71,7 @@ rule download_archive_part:  # one part of an archive published in parts (the UN
 
 rule join_archive_parts:
     input:
-        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(archive_parts(w.corpus)))],
+        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(PLAN.archive_parts(w.corpus)))],
     output:
         "resources/{corpus}/archive.tar.gz",
     log:
@@ -92,7 +82,7 @@ rule join_archive_parts:
         sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
         if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro join-parts --parts {input:q} --output {output:q} {params.sha}", keys=["corpora"])
 
@@ -109,7 +99,7 @@ rule extract_archive_member:
     params:
         member=lambda w: PLAN.corpora[w.corpus]["download"]["member"].format(code=w.code),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
 
@@ -126,7 +116,7 @@ rule download_tatoeba_test:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
                keys=["evaluation.tatoeba.url"], sources=True)
@@ -147,7 +137,7 @@ rule extract_bitext:
     resources:
         mem_mb=1000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro extract {params.args}"
                " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",

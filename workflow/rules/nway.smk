@@ -1,27 +1,6 @@
 # N-way data (nway_data: the multienc family): per language, the training lines and the validation
 # lines (held out of the same file, or a separate dev file), Moses-preprocessed; then, for all
 # languages together, the length filter, the joint BPE and the vocabulary (laser_repro.data.nway).
-NWAY = CFG["nway_data"]
-
-
-def nway_raw_inputs(w):
-    """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
-    d = NWAY[w.data]
-    files = {"raw": local_corpus_file(d["corpus"], w.lang)}
-    if "corpus" in d["valid"]:
-        files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
-    return files
-
-
-def nway_valid_args(w, input):
-    d = NWAY[w.data]
-    if "corpus" in d["valid"]:
-        return f"--valid-raw {shlex.quote(input.valid_raw)}"
-    start, stop = d["valid"]["heldout_lines"]
-    return f"--heldout {int(start)} {int(stop)}"
-
-
-
 rule nway_text:
     input:
         unpack(nway_raw_inputs),
@@ -39,7 +18,7 @@ rule nway_text:
     resources:
         mem_mb=1000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro nway-text --raw {input.raw:q} --lang {wildcards.lang:q} --out-dir {params.out_dir:q}"
                " {params.valid} {params.lowercase}", keys=["nway_data"], sources=True)
@@ -63,7 +42,7 @@ rule nway_bpe:
     resources:
         mem_mb=8000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro nway-bpe --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
                " --merges {params.merges:q} {params.max_words}", keys=["nway_data"])
@@ -79,6 +58,6 @@ rule nway_tfidf:  # the non-learned baseline of the similarity tables, on the ra
     params:
         langs=lambda w: list(NWAY[w.data]["languages"]),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro nway-tfidf --langs {params.langs:q} --texts {input:q} --output {output:q}")

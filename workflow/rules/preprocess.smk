@@ -15,7 +15,7 @@ rule preprocess_shard:
         mem_mb=1500,
         runtime=240,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
                " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",

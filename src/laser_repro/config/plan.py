@@ -76,6 +76,51 @@ class Plan:
         return dict(self.config.get("models", {}))
 
     @cached_property
+    def nway_data(self) -> dict[str, dict]:
+        """N-way data sets (nway_data): name -> settings."""
+        return dict(self.config.get("nway_data", {}))
+
+    @cached_property
+    def multienc(self) -> dict[str, dict]:
+        """The models of family multienc (Schwenk & Douze 2017): name -> settings."""
+        return {name: m for name, m in self.models.items() if m["family"] == "multienc"}
+
+    def multienc_settings(self, name: str) -> dict:
+        """``--settings`` of ``laser-repro train --family multienc`` (laser_repro.models.multienc.trainer)."""
+        m = self.multienc[name]
+        paths = {"sources": list(m["paths"]["sources"]), "inputs": dict(m["paths"]["inputs"]),
+                 "targets": m["paths"]["targets"] if m["paths"]["targets"] == "all" else list(m["paths"]["targets"])}
+        model = {"encoder": dict(m["encoder"]), "embed_dim": m["embed_dim"], "decoder": dict(m["decoder"]),
+                 "dropout": m["dropout"]}
+        return {"languages": list(self.nway_data[m["data"]]["languages"]), "paths": paths, "model": model,
+                "train": dict(m["train"])}
+
+    def encoder_languages(self, name: str) -> list[str]:
+        """The languages a multienc model has an encoder for: the sources of its training paths (a
+        fixed target has none, as in the paper)."""
+        return list(self.multienc[name]["paths"]["sources"])
+
+    def archive_parts(self, corpus: str) -> list[str]:
+        """The URLs of a corpus archive published in parts (download.url a list), else []."""
+        url = self.corpora[corpus]["download"]["url"]
+        return [] if isinstance(url, str) else list(url)
+
+    @cached_property
+    def compared_models(self) -> dict[str, str]:
+        """name -> family of the models of the FLORES comparison (config/compare.yaml): LASER's base
+        model, then every multienc model validated on flores_eval's held-out lines of the same corpus
+        (the same sentences). Empty without a LASER model, flores_eval or multienc models."""
+        flores = self.flores_eval
+        if not (self.laser and flores and self.multienc):
+            return {}
+        out = {"base": "laser"}
+        for name, m in self.multienc.items():
+            data = self.nway_data[m["data"]]
+            if data["corpus"] == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
+                out[name] = "multienc"
+        return out if len(out) > 1 else {}
+
+    @cached_property
     def bitexts(self) -> list[Bitext]:
         """The LASER model's training bitexts (none without a LASER model)."""
         if not self.laser:

@@ -48,7 +48,7 @@ from laser_repro.core.textio import InputError, atomic_output, iter_lines, read_
 log = logging.getLogger(__name__)
 
 PIVOT = "eng"
-#: sacrebleu version whose dataset definitions this module was checked against (envs/constraints.txt).
+#: sacrebleu version whose dataset definitions this module was checked against (workflow/envs/constraints.txt).
 SACREBLEU_VERSION = "2.6.0"
 
 

@@ -17,7 +17,7 @@ rule binarize_pair:
     resources:
         mem_mb=2000,
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
                " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q}")
@@ -39,7 +39,7 @@ if FLORES:
     TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
 
 
-rule train:
+rule laser_train:
     input:
         unpack(train_inputs),
     output:
@@ -60,7 +60,7 @@ rule train:
         mem_mb=16000,
         runtime=7200,
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
@@ -68,7 +68,7 @@ rule train:
                keys=["model", "train", "targets", "ablations", "flores_eval"])
 
 
-rule export_encoder:
+rule laser_export:
     input:
         "results/{run}/models/{variant}/checkpoint_final.pt",
     output:
@@ -76,12 +76,12 @@ rule export_encoder:
     log:
         "results/{run}/logs/{variant}/export.log",
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro export --checkpoint {input:q} --output {output:q}")
 
 
-use rule export_encoder as export_init_encoder with:  # the random-encoder baseline (update 0)
+use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
     input:
         "results/{run}/models/{variant}/checkpoint_init.pt",
     output:
@@ -108,7 +108,7 @@ rule nli_binarize:
         prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang eng --input {input.premises:q} --output {params.prefix:q}.premise.bpe"

@@ -2,33 +2,6 @@
 # training paths of N-way data (nway.smk), through the same launcher as LASER (torchrun / srun,
 # preemption, resume with the fingerprint check); the similarity error of Algorithm 1 on the
 # validation lines, beside the random-init and TF-IDF baselines; the paper's Tables 1-4.
-MULTIENC = {name: m for name, m in CFG["models"].items() if m["family"] == "multienc"}
-MULTIENC_TABLES = f"results/tables/{CFG['run_name']}/schwenk_douze_2017"
-
-
-def multienc_settings(name):
-    """--settings of `laser-repro train --family multienc` (laser_repro.models.multienc.trainer)."""
-    m = MULTIENC[name]
-    paths = {"sources": list(m["paths"]["sources"]), "inputs": dict(m["paths"]["inputs"]),
-             "targets": m["paths"]["targets"] if m["paths"]["targets"] == "all" else list(m["paths"]["targets"])}
-    model = {"encoder": dict(m["encoder"]), "embed_dim": m["embed_dim"], "decoder": dict(m["decoder"]),
-             "dropout": m["dropout"]}
-    return {"languages": list(NWAY[m["data"]]["languages"]), "paths": paths, "model": model, "train": dict(m["train"])}
-
-
-def multienc_targets():
-    """What the main command builds for the multienc models: paper 004's tables and the learning curves."""
-    if not MULTIENC:
-        return []
-    return [*rules.multienc_tables.output,
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in MULTIENC]]
-
-
-def multienc_encoder_languages(name):
-    """The languages with an encoder: the sources of the training paths (a fixed target has none)."""
-    return list(MULTIENC[name]["paths"]["sources"])
-
-
 rule multienc_train:
     input:
         data=lambda w: f"{RUN}/nway/{MULTIENC[w.model]['data']}/bpe",
@@ -44,14 +17,14 @@ rule multienc_train:
         model=alternatives(MULTIENC),
     params:
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w: shell_quote_json(multienc_settings(w.model)),
+        settings=lambda w: shell_quote_json(PLAN.multienc_settings(w.model)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
@@ -69,7 +42,7 @@ rule multienc_export:
     wildcard_constraints:
         model=alternatives(MULTIENC),
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro export --family multienc --checkpoint {input:q} --output {output:q}")
 
@@ -95,10 +68,10 @@ rule multienc_similarity:  # Algorithm 1 on the validation lines: the model and 
     wildcard_constraints:
         model=alternatives(MULTIENC),
     params:
-        langs=lambda w: multienc_encoder_languages(w.model),
+        langs=lambda w: PLAN.encoder_languages(w.model),
     threads: 2
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro similarity --encoder {input.encoder:q} --init-encoder {input.init:q}"
                " --data-dir {input.data:q} --split valid --langs {params.langs:q} --threads {threads}"
@@ -118,7 +91,7 @@ rule multienc_curves_plot:
     params:
         title=lambda w: f"{CFG['run_name']} / {w.model}: {MULTIENC[w.model].get('description', w.model)}",
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
                " --output {output:q}")
@@ -129,16 +102,15 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         results=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in MULTIENC],
         tfidf=lambda w: sorted({f"{RUN}/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
     output:
-        expand(f"{MULTIENC_TABLES}/table{{n}}.{{ext}}", n=[1, 2, 3, 4], ext=["md", "csv"]),
+        expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv"]),
     log:
-        f"results/{CFG['run_name']}/logs/multienc_tables.log",
+        "results/{run}/logs/multienc_tables.log",
     params:
-        out_dir=MULTIENC_TABLES,
-        run=CFG["run_name"],
+        out_dir=lambda w, output: os.path.dirname(output[0]),
         models=lambda w: shell_quote_json([{"name": name, "description": m.get("description", name),
                                             "paper_rows": list(m["paper_rows"])} for name, m in MULTIENC.items()]),
     conda:
-        "../../../envs/laser.yaml"
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
-               " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {params.run:q}")
+               " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}")
