@@ -50,10 +50,15 @@ class ToyRun:
 def toy_local_run(tmp_path_factory) -> ToyRun:
     """The toy config through Snakemake with the local profile, once per session: checked by
     test_workflow.py and the reference the SLURM run (test_slurm.py) is compared with."""
-    root = tmp_path_factory.mktemp("toy_local")
+    return run_toy(tmp_path_factory, "toy_local", TOY_CONFIG)
+
+
+def run_toy(tmp_path_factory, name: str, config: Path, *targets: str) -> ToyRun:
+    """A toy config through Snakemake with the local profile, on fresh toy data (tests/toy)."""
+    root = tmp_path_factory.mktemp(name)
     data_root = make_toy_data.make(root / "data")
     workdir = root / "work"
     workdir.mkdir()
-    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(TOY_CONFIG),
+    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(config),
             "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
-    return ToyRun(data_root, workdir, args, run_snakemake(*args))
+    return ToyRun(data_root, workdir, args, run_snakemake(*args, *targets))

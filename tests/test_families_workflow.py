@@ -13,7 +13,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, make_toy_data, run_snakemake
+from conftest import REPO, run_snakemake, run_toy
 
 TOY_COMPARE = REPO / "tests" / "toy" / "compare.yaml"
 VENV_BIN = sys.executable.rsplit("/", 1)[0]
@@ -21,15 +21,9 @@ VENV_BIN = sys.executable.rsplit("/", 1)[0]
 
 @pytest.fixture(scope="module")
 def families(tmp_path_factory):
-    root = tmp_path_factory.mktemp("toy_compare")
-    data_root = make_toy_data.make(root / "data")
-    workdir = root / "work"
-    workdir.mkdir()
-    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(TOY_COMPARE),
-            "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
-    proc = run_snakemake(*args, "compare", "multienc")
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
-    return workdir, args
+    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc")
+    assert toy.proc.returncode == 0, toy.proc.stdout[-6000:] + toy.proc.stderr[-6000:]
+    return toy.workdir, toy.args
 
 
 def test_both_families_train_export_and_score_on_the_same_sentences(families):
@@ -55,6 +49,28 @@ def test_both_families_train_export_and_score_on_the_same_sentences(families):
     raw_valid = (run / "nway" / "toy" / "raw" / "valid.spa").read_text().splitlines()
     flores_heldout = (run / "flores" / "raw" / "heldout.spa").read_text().splitlines()
     assert raw_valid == flores_heldout  # the same sentences as LASER's FLORES xsim
+
+
+def test_embed_takes_any_family(families):
+    """`laser-repro embed --codes` on raw text with a multienc encoder: the family's own preparation
+    (Moses + its BPE) gives exactly the embeddings of its BPE'd validation text."""
+    import numpy as np
+
+    from laser_repro.models import registry
+
+    workdir, _ = families
+    run = workdir / "results" / "toy_compare"
+    out = workdir / "fra.npy"
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "embed", "--encoder", str(run / "models/toy_all/encoder.pt"),
+                           "--input", str(run / "nway/toy/raw/valid.fra"), "--lang", "fra", "--codes",
+                           str(run / "nway/toy/bpe/codes"), "--output", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = np.load(out)
+    encoder = registry.load_encoder(run / "models/toy_all/encoder.pt")
+    bpe = (run / "nway/toy/bpe/valid.fra").read_text().splitlines()
+    assert got.dtype == np.float32 and got.shape == (60, encoder.dim)
+    np.testing.assert_array_equal(got, encoder.embed(bpe, "fra"))
 
 
 def test_compare_table_puts_the_families_side_by_side(families):

@@ -207,14 +207,18 @@ def test_write_tables_without_models_claims_or_baselines(tmp_path):
 
 
 def test_cli(tmp_path):
-    paths = []
+    """The rule's command: scores per model (similarity JSON), labels and claimed rows from the config
+    as a list in the same order (a mapping would be re-sorted by the JSON writer)."""
+    paths, models = [], []
     for i, entry in enumerate(_results()[:2]):
         paths.append(tmp_path / f"r{i}.json")
-        paths[-1].write_text(json.dumps(entry))
+        paths[-1].write_text(json.dumps({"similarity": entry["similarity"], "init": entry["init"]}))
+        models.append({"name": entry["name"], "description": entry["description"], "paper_rows": entry["paper_rows"]})
     (tmp_path / "tfidf.json").write_text(json.dumps(_matrix(LANGS, lambda p, q: 40.0)))
     parser = argparse.ArgumentParser()
     sd.add_cli(parser.add_subparsers(dest="command"))
-    a = parser.parse_args(["multienc-tables", "--results", *map(str, paths), "--tfidf", str(tmp_path / "tfidf.json"),
-                           "--out-dir", str(tmp_path / "out"), "--run-name", "toy"])
+    a = parser.parse_args(["multienc-tables", "--similarity", *map(str, paths), "--models", json.dumps(models),
+                           "--tfidf", str(tmp_path / "tfidf.json"), "--out-dir", str(tmp_path / "out"),
+                           "--run-name", "toy"])
     a.func(a)
     assert _cell(_read(tmp_path / "out" / "table1.csv"), "t1.bilstm1x512.efsr-a", "efsr")["ours"] == "1.00"

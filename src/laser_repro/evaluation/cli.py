@@ -71,6 +71,10 @@ def cmd_embed(a):
     if a.codes and len(a.lang or []) != len(a.input):
         raise SystemExit("embed: with --codes, give one --lang per --input")
     torch.set_num_threads(a.threads)
+    from laser_repro.models import registry
+
+    if registry.family_of_encoder(a.encoder) != "laser":
+        return _embed_with_family(a)
     encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
     applier = None
     if a.codes:
@@ -88,6 +92,27 @@ def cmd_embed(a):
                 prepare_text_file(applier, a.lang[i], a.keep_case, path, bpe_path)
                 rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
         log.info("%s: %d sentences -> %s", path, rows, npy)
+
+
+def _embed_with_family(a) -> None:
+    """``embed`` with an encoder of another family (laser_repro.models.registry): per-language encoders
+    need each input's --lang; with --codes the raw text goes through the family's ``prepare``."""
+    import numpy as np
+
+    from laser_repro.core.textio import atomic_output, iter_lines
+    from laser_repro.models import registry
+
+    if len(a.lang or []) != len(a.input):
+        raise SystemExit(f"embed: {a.encoder} is not a LASER encoder: give one --lang per --input")
+    family = registry.get(registry.family_of_encoder(a.encoder))
+    encoder = family.load_encoder(a.encoder)
+    for path, npy, lang in zip(a.input, a.output, a.lang):
+        lines = list(iter_lines(path))
+        if a.codes:
+            lines = family.prepare(lines, lang, codes=a.codes, lowercase=not a.keep_case)
+        with atomic_output(npy, "wb") as f:
+            np.save(f, encoder.embed(lines, lang).astype(np.float32))
+        log.info("%s: %d sentences -> %s (%s)", path, len(lines), npy, family.name)
 
 
 def cmd_tatoeba_table(a):

@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
 from laser_repro.evaluation.xsim import mean_over, pair_key
+from laser_repro.reporting.tables import fmt2
 
 PAPER = "Schwenk & Douze 2017"
 PAPER_CSV = "schwenk_douze_2017.csv"
@@ -273,14 +274,6 @@ def _write_md_matrix(f, cells: list[dict], results: Sequence[Mapping], tfidf) ->
             f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["tfidf"]) for c in row) + " |\n")
 
 
-def _csv_value(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, run_name: str) -> list[Path]:
     """``table1.md/.csv`` ... ``table4.md/.csv`` in ``out_dir``: every paper row of Schwenk & Douze 2017
     Tables 1-4, ours beside the rows our models claim (see the module docstring), the random-init and
@@ -295,7 +288,7 @@ def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, 
         with atomic_output(csv_path) as f:
             writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
             writer.writeheader()
-            writer.writerows({k: _csv_value(c[k]) for k in CSV_FIELDS} for c in cells)
+            writer.writerows({k: fmt2(c[k], missing="") for k in CSV_FIELDS} for c in cells)
         with atomic_output(md_path) as f:
             f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
             f.write(_intro(table, results, tfidf, run_name) + "\n\n")

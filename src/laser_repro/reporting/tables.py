@@ -98,12 +98,16 @@ def _both(row, prefix) -> str:
     return "n/a" if a is None or b is None else f"{a:.1f} / {b:.1f}"
 
 
-def _fmt(value) -> str:
+def fmt2(value, missing: str = "n/a") -> str:
+    """A table cell: floats with 2 decimals, None as ``missing``."""
     if value is None:
-        return "n/a"
+        return missing
     if isinstance(value, float):
         return f"{value:.2f}"
     return str(value)
+
+
+_fmt = fmt2
 
 
 def _size(n: int | None) -> str:
