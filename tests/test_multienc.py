@@ -276,3 +276,19 @@ def test_two_processes_make_the_update_of_one(tmp_path, torch_single_thread):
     assert two["num_updates"] == one["num_updates"] == 8 and len(two["torch_rng_states"]) == 2
     for name, tensor in one["model"].items():
         torch.testing.assert_close(two["model"][name], tensor, atol=1e-5, rtol=0, msg=name)
+
+
+def test_shared_embeddings_are_one_matrix_updated_once(tmp_path):
+    """share_embeddings (not in the paper): every encoder and decoder uses one embedding matrix (one
+    parameter, counted once)."""
+    from laser_repro.models.multienc.model import build_model
+
+    model = build_model({"encoder": {"kind": "bilstm_max", "layers": 1, "hidden": 8}, "embed_dim": 8,
+                         "decoder": {"layers": 1, "hidden": 8}, "share_embeddings": True},
+                        {"encoders": ["aaa", "bbb"], "decoders": ["aaa", "bbb"]}, 20)
+    tables = {id(m.embed_tokens.weight) for m in [*model.encoders.values(), *model.decoders.values()]}
+    assert len(tables) == 1
+    unshared = build_model({"encoder": {"kind": "bilstm_max", "layers": 1, "hidden": 8}, "embed_dim": 8,
+                            "decoder": {"layers": 1, "hidden": 8}},
+                           {"encoders": ["aaa", "bbb"], "decoders": ["aaa", "bbb"]}, 20)
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in unshared.parameters()) - 3 * 20 * 8

@@ -91,7 +91,7 @@ class Plan:
         paths = {"sources": list(m["paths"]["sources"]), "inputs": dict(m["paths"]["inputs"]),
                  "targets": m["paths"]["targets"] if m["paths"]["targets"] == "all" else list(m["paths"]["targets"])}
         model = {"encoder": dict(m["encoder"]), "embed_dim": m["embed_dim"], "decoder": dict(m["decoder"]),
-                 "dropout": m["dropout"]}
+                 "dropout": m["dropout"], "share_embeddings": m["share_embeddings"]}
         return {"languages": list(self.nway_data[m["data"]]["languages"]), "paths": paths, "model": model,
                 "train": dict(m["train"])}
 

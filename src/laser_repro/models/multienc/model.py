@@ -33,6 +33,9 @@ DEFAULT_MODEL_SETTINGS = {
     "embed_dim": 384,
     "decoder": {"layers": 1, "hidden": 512},
     "dropout": 0.2,
+    # not in the paper (its encoders and decoders are per language): one word-embedding matrix for all,
+    # so that the subwords the languages share (names, numbers) start out aligned
+    "share_embeddings": False,
 }
 
 
@@ -202,6 +205,10 @@ class MultiEncoderModel(nn.Module):
             lang: LanguageDecoder(vocab_size, s["embed_dim"], embedding_dim(s), s["decoder"]["layers"],
                                   s["decoder"]["hidden"], s["dropout"])
             for lang in decoder_languages})
+        if s["share_embeddings"]:
+            shared = nn.Embedding(vocab_size, s["embed_dim"], padding_idx=PAD)
+            for module in [*self.encoders.values(), *self.decoders.values()]:
+                module.embed_tokens = shared
 
     def embed(self, lang: str, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self.encoders[lang](tokens, lengths)

@@ -209,6 +209,7 @@ class _Training:
         mine = np.array_split(batch, self.rank.world_size)[self.rank.rank]
         params = [p for lang in sources for p in self.model.encoders[lang].parameters()]
         params += [p for lang in targets for p in self.model.decoders[lang].parameters()]
+        params = list({id(p): p for p in params}.values())  # a shared embedding matrix once
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum, n_tokens = 0.0, 0
         if len(mine):
