@@ -29,10 +29,13 @@ def get(name: str) -> ModelFamily:
 
 def family_of_encoder(path) -> str:
     """The family an exported encoder file names (memory-mapped: the tensors are not read)."""
+    import zipfile
+
     from laser_repro.models.checkpoint_safety import load_model_file
 
+    # mmap only for torch's zip format: a legacy-format (or empty) file would fail with "mmap can only be used ..."
     data = load_model_file(path, what="encoder", rebuild="delete it and rerun the export",
-                           map_location="cpu", weights_only=True, mmap=True)
+                           map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
     family = data.get("family", "laser") if isinstance(data, dict) else "laser"
     if family not in FAMILIES:
         raise ValueError(f"{path}: encoder of unknown family {family!r} (known: {', '.join(FAMILIES)})")

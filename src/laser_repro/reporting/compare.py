@@ -48,7 +48,7 @@ def compare_rows(models: Mapping[str, tuple[str, Mapping]], tfidf: Mapping, lang
                     got = _from_matrix(scores["similarity" if system == "model" else "init"], lang)
                 row[f"{name}{suffix}"] = None if got is None else got[:2]
                 if got is not None:
-                    sizes[name] = got[2]
+                    sizes[f"{name}{suffix}"] = got[2]
         v = tfidf[SPLIT][lang]
         row["TF-IDF"] = (v["en_xx"], v["xx_en"])
         sizes["TF-IDF"] = v["sentences"]

@@ -291,7 +291,8 @@ class _Training:
         # paper measures both ("perplexity for the decoders and similarity error ... for the encoders");
         # early on the error sits at chance level while the decoders already learn
         best_error, best_loss = s["best_similarity_error"], s.get("best_valid_loss")
-        improved = best_error is None or error < best_error or (error == best_error and valid_loss < s["best_model_loss"])
+        best_model_loss = s.get("best_model_loss") or float("inf")
+        improved = best_error is None or error < best_error or (error == best_error and valid_loss < best_model_loss)
         progress = improved or best_loss is None or valid_loss < best_loss
         if improved:
             s["best_similarity_error"], s["best_update"], s["best_model_loss"] = error, s["num_updates"], valid_loss
