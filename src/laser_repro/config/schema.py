@@ -285,11 +285,11 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     for key in ("opus", "filters", "preprocess", "embed"):
         config.setdefault(key, {})
     _fill_defaults(config, schema, schema)
-    _check_semantics(config, source)
+    _check_semantics(config, source, origin)
     return config
 
 
-def _check_semantics(config: dict, source: str) -> None:
+def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
     def known(code: str, where: str) -> None:
         try:
             languages.get(code)
@@ -321,7 +321,7 @@ def _check_semantics(config: dict, source: str) -> None:
                     raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv")
         if corpus.get("first_n") and corpus.get("max_pairs"):
             raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
-    _check_models(config, source, known)
+    _check_models(config, source, origin or Origin(), known)
     if "model" not in config:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):
             raise ConfigError(f"{source}: flores_eval: scores the LASER model (the top-level model section), "
@@ -389,50 +389,52 @@ def _check_semantics(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
 
 
-def _check_models(config: dict, source: str, known) -> None:
-    """nway_data and the models of `models` (their schema is checked per family already)."""
+def _check_models(config: dict, source: str, origin: Origin, known) -> None:
+    """nway_data and the models of `models` (their schema is checked per family already). Errors name
+    the file and line of the key."""
+    def fail(path: list, message: str):
+        raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {message}")
+
     corpora = {c["name"]: c for c in config["corpora"]}
     for name, data in config.get("nway_data", {}).items():
-        where = f"nway_data.{name}"
-        refs = [("corpus", data["corpus"])] + ([("valid.corpus", data["valid"]["corpus"])] if "corpus" in data["valid"] else [])
+        refs = [(["corpus"], data["corpus"])] + ([(["valid", "corpus"], data["valid"]["corpus"])]
+                                                  if "corpus" in data["valid"] else [])
         for key, ref in refs:
             corpus = corpora.get(ref)
             if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
-                raise ConfigError(f"{source}: {where}.{key}: {ref!r} is not an N-way local corpus of `corpora` "
-                                  f"({sorted(corpora)})")
+                fail(["nway_data", name, *key], f"{ref!r} is not an N-way local corpus of `corpora` ({sorted(corpora)})")
             absent = [code for code in data["languages"] if code not in corpus["languages"]]
             if absent:
-                raise ConfigError(f"{source}: {where}.languages: {absent} not among the languages of corpus {ref!r}")
+                fail(["nway_data", name, "languages"], f"{absent} not among the languages of corpus {ref!r}")
         if "heldout_lines" in data["valid"]:
             start, stop = data["valid"]["heldout_lines"]
             if not 0 <= start < stop:
-                raise ConfigError(f"{source}: {where}.valid.heldout_lines: need 0 <= start < stop, got {[start, stop]}")
+                fail(["nway_data", name, "valid", "heldout_lines"], f"need 0 <= start < stop, got {[start, stop]}")
         for i, code in enumerate(data["languages"]):
-            known(code, f"{where}.languages[{i}]")
+            known(code, f"nway_data.{name}.languages[{i}]")
     laser_models = set(Plan(config).variant_aliases) if "model" in config else set()
     for name, model in config.get("models", {}).items():
-        where = f"models.{name}"
         if name in laser_models:
-            raise ConfigError(f"{source}: {where}: the name of a LASER model of this run (results/<run>/models/{name}/)")
+            fail(["models", name], f"the name of a LASER model of this run (results/<run>/models/{name}/)")
         if model["family"] != "multienc":
             continue
         data = config.get("nway_data", {}).get(model["data"])
         if data is None:
-            raise ConfigError(f"{source}: {where}.data: {model['data']!r} is not an nway_data entry "
-                              f"({sorted(config.get('nway_data', {}))})")
+            fail(["models", name, "data"], f"{model['data']!r} is not an nway_data entry "
+                                            f"({sorted(config.get('nway_data', {}))})")
         paths = model["paths"]
         targets = paths["sources"] if paths["targets"] == "all" else paths["targets"]
         for key, codes in (("sources", paths["sources"]), ("targets", targets)):
             absent = [code for code in codes if code not in data["languages"]]
             if absent:
-                raise ConfigError(f"{source}: {where}.paths.{key}: {absent} not among the languages of "
-                                  f"nway_data.{model['data']} {data['languages']}")
+                fail(["models", name, "paths", key], f"{absent} not among the languages of "
+                                                      f"nway_data.{model['data']} {data['languages']}")
         try:
             from laser_repro.models.multienc.paths import TrainingPaths
 
             TrainingPaths(paths)
         except ValueError as err:
-            raise ConfigError(f"{source}: {where}.paths: {err}") from None
+            fail(["models", name, "paths"], str(err))
 
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:
