@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the joint BPE (laser_repro.bpe) and extrapolate it to the paper's corpus (a benchmark, not a test).
+"""Benchmark the joint BPE (laser_repro.data.bpe) and extrapolate it to the paper's corpus (a benchmark, not a test).
 
 Parts (``--part``, default all):
 
@@ -43,8 +43,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from laser_repro import bpe  # noqa: E402
-from laser_repro.textio import iter_lines  # noqa: E402
+from laser_repro.data import bpe  # noqa: E402
+from laser_repro.core.textio import iter_lines  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -99,14 +99,14 @@ def heaps_fit(tokens: list[str]) -> dict:
 
 
 def paper_languages():
-    from laser_repro import languages
+    from laser_repro.core import languages
 
     rows = list(csv.DictReader(open(REPO / "src" / "laser_repro" / "data" / "paper_table1.csv", encoding="utf-8")))
     return {r["code"]: int(r["train_sentences"]) for r in rows}, languages
 
 
 def part_real(root: Path, tmp: Path, merges_list: list[int], out: dict) -> None:
-    from laser_repro.cli import _preprocessor
+    from laser_repro.data.cli import _preprocessor
 
     flores = root / "flores200-dev"
     sizes, languages = paper_languages()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Embedding throughput of the standalone encoder (laser_repro.encoder) on CPU.
+"""Embedding throughput of the standalone encoder (laser_repro.models.laser.encoder) on CPU.
 
 Paper-size encoder (embeddings 320, 5 x 512 BiLSTM, vocabulary 50,000 BPE + 4 specials) with
 random weights; synthetic BPE sentences whose lengths are uniform in [--min-len, --max-len]
@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from laser_repro.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder  # noqa: E402
+from laser_repro.models.laser.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder  # noqa: E402
 
 
 def main(argv=None):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Speed and memory of margin-based mining (laser_repro.mining), optionally checked against a
+"""Speed and memory of margin-based mining (laser_repro.evaluation.mining), optionally checked against a
 reference run (e.g. LASER's mine_bitexts.py driven on the same inputs).
 
 For every N: N x N random unit vectors (float32, --dim), ratio margin, k = 4, ``max``
@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from laser_repro import bucc, mining
-from laser_repro.textio import atomic_output
+from laser_repro.evaluation import bucc, mining
+from laser_repro.core.textio import atomic_output
 
 
 def _unit(a: np.ndarray) -> np.ndarray:

@@ -3,11 +3,11 @@
 
 Measures sentences/second for
 
-* ``fast``        laser_repro.preprocess (non-printing removal, Moses
+* ``fast``        laser_repro.data.preprocess (non-printing removal, Moses
                   normalisation + tokenisation, lower case), fast back-end;
 * ``sacremoses``  plain sacremoses normalize + tokenize(escape=False) + lower,
                   i.e. the preprocessing of the ``laserembeddings`` package;
-* ``bpe``         the pipeline's BPE (laser_repro.bpe, fastBPE semantics) with
+* ``bpe``         the pipeline's BPE (laser_repro.data.bpe, fastBPE semantics) with
                   codes (--merges, default 8000) learned here on the
                   preprocessed benchmark text; a fresh applier per run, which
                   memoizes per word as in the pipeline (the cycled pool makes
@@ -51,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from laser_repro.preprocess import TextPreprocessor
+from laser_repro.data.preprocess import TextPreprocessor
 
 DEFAULT_INPUTS = {
     "en": ["flores200-dev/eng_Latn.dev", "tatoeba-v1/tatoeba.deu-eng.eng"],
@@ -97,7 +97,7 @@ def train_bpe(lines: list[str], merges: int):
     """(codes, vocab) learned on the lines' words (a few thousand sentences may allow fewer merges)."""
     from collections import Counter
 
-    from laser_repro import bpe
+    from laser_repro.data import bpe
 
     words = sorted(Counter(w for line in lines for w in line.split()).items())
     learned = bpe.learn_codes(words, merges)
@@ -130,7 +130,7 @@ def bench_language(lang: str, lines: list[str], repeats: int, merges: int) -> di
     reference = TextPreprocessor(lang, backend="reference")
     mismatches = sum(a != reference(line) for a, line in zip(fast_out, lines))
 
-    from laser_repro.bpe import BpeApplier
+    from laser_repro.data.bpe import BpeApplier
 
     codes, vocab = train_bpe(fast_out, merges)
 

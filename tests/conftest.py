@@ -29,9 +29,9 @@ def torch_single_thread():
 
 
 def run_snakemake(*args, cwd=REPO, timeout=1500, env=None):
-    """``snakemake -s Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
+    """``snakemake -s workflow/Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd, env=env,
+    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     return proc
 
@@ -50,10 +50,15 @@ class ToyRun:
 def toy_local_run(tmp_path_factory) -> ToyRun:
     """The toy config through Snakemake with the local profile, once per session: checked by
     test_workflow.py and the reference the SLURM run (test_slurm.py) is compared with."""
-    root = tmp_path_factory.mktemp("toy_local")
+    return run_toy(tmp_path_factory, "toy_local", TOY_CONFIG)
+
+
+def run_toy(tmp_path_factory, name: str, config: Path, *targets: str) -> ToyRun:
+    """A toy config through Snakemake with the local profile, on fresh toy data (tests/toy)."""
+    root = tmp_path_factory.mktemp(name)
     data_root = make_toy_data.make(root / "data")
     workdir = root / "work"
     workdir.mkdir()
-    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(TOY_CONFIG),
+    args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(config),
             "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
-    return ToyRun(data_root, workdir, args, run_snakemake(*args))
+    return ToyRun(data_root, workdir, args, run_snakemake(*args, *targets))

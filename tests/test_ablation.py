@@ -1,4 +1,4 @@
-"""Ablation variants (config.Plan), their metrics and Tables 5-7 (laser_repro.ablation), without Snakemake."""
+"""Ablation variants (config.Plan), their metrics and Tables 5-7 (laser_repro.reporting.ablation), without Snakemake."""
 from __future__ import annotations
 
 import csv
@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from conftest import TOY_CONFIG
-from laser_repro import ablation, config
+from laser_repro.reporting import ablation
+from laser_repro import config
 
 
 def toy(**ablations) -> dict:

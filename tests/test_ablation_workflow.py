@@ -87,7 +87,7 @@ def test_every_result_file_has_a_provenance_record(toy):
     missing = [str(p.relative_to(work)) for p in results if not p.with_name(p.name + ".prov.json").exists()]
     assert results and missing == []
     rec = json.loads((work / "results" / "toy" / "models" / "nli1" / "checkpoint_final.pt.prov.json").read_text())
-    assert rec["rule"] == "train" and rec["config"]["ablations"]["nli"]["weights"] == [0, 1]
+    assert rec["rule"] == "laser_train" and rec["config"]["ablations"]["nli"]["weights"] == [0, 1]
     assert rec["config"]["model"]["encoder_layers"] == 1
     label = "results/toy/bin/nli/train.label.npy"
     assert rec["inputs"][label]["sha256"] == hashlib.sha256((work / label).read_bytes()).hexdigest()
@@ -109,20 +109,20 @@ def dry_run_jobs(toy, *targets) -> list[tuple[str, list[str]]]:
 
 
 def test_one_variant_reruns_alone(toy):
-    """After the full run, retraining one variant (its target with --forcerun train) plans that
+    """After the full run, retraining one variant (its target with --forcerun laser_train) plans that
     variant's jobs and nothing of the other variants or of the shared data."""
-    jobs = dry_run_jobs(toy, "variant_layers2", "--forcerun", "train")
+    jobs = dry_run_jobs(toy, "variant_layers2", "--forcerun", "laser_train")
     rules = sorted({rule for rule, _ in jobs})
-    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "export_encoder", "export_init_encoder",
-                     "flores_xsim", "mldoc_classify", "tatoeba_evaluate", "train", "variant_layers2",
+    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "flores_xsim", "laser_export", "laser_export_init",
+                     "laser_train", "mldoc_classify", "tatoeba_evaluate", "variant_layers2",
                      "variant_metrics", "wmt_similarity", "xnli_classify"], rules
     outputs = [o for _, outs in jobs for o in outs]
     assert outputs and all("layers2" in o for o in outputs), [o for o in outputs if "layers2" not in o]
     # the NLI variant: its own jobs; the shared MultiNLI binarization is up to date
-    jobs = dry_run_jobs(toy, "variant_nli1", "--forcerun", "train")
+    jobs = dry_run_jobs(toy, "variant_nli1", "--forcerun", "laser_train")
     assert all("nli1" in o for _, outs in jobs for o in outs) and "nli_binarize" not in {r for r, _ in jobs}
     # a variant equal to the base model is the base model's target
-    jobs = dry_run_jobs(toy, "variant_layers1", "--forcerun", "export_encoder")
+    jobs = dry_run_jobs(toy, "variant_layers1", "--forcerun", "laser_export")
     outputs = [o for _, outs in jobs for o in outs]
     assert outputs and all("/base/" in o or o.endswith("metrics/base.json") for o in outputs), outputs
 
@@ -218,7 +218,7 @@ def test_dvc_repro_push_pull_round_trip(toy, tmp_path):
     assert sync.returncode == 0, sync.stdout + sync.stderr
     args = ["--configfile", str(clone / "tests" / "toy" / "config.yaml"), "--config", f"data_root={toy.data_root}",
             "--directory", str(clone)]
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(clone / "Snakefile"), *args, "-n", "tables"],
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(clone / "workflow" / "Snakefile"), *args, "-n", "tables"],
                           cwd=clone, capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-5000:]
     # and DVC itself has nothing to reproduce

@@ -1,5 +1,5 @@
 """The LASER objective must align languages: on a synthetic N-way corpus with a known answer (four
-"languages" that are word-by-word ciphers of one another, no token shared; laser_repro.synthetic),
+"languages" that are word-by-word ciphers of one another, no token shared; laser_repro.evaluation.synthetic),
 the trained encoder must find the translation of (nearly) every sentence, held-out sentences
 included, while the same encoder at update 0 is at chance. The second test shows the threshold
 catches a broken objective: an encoder that gets no gradient stays at chance."""
@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("fairseq")
 
-from laser_repro import synthetic  # noqa: E402
+from laser_repro.evaluation import synthetic  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ def test_laser_objective_aligns_cipher_languages(tmp_path):
 
 
 def test_threshold_catches_an_encoder_that_does_not_learn(tmp_path, monkeypatch):
-    from laser_repro.fairseq_plugin.laser_lstm import LaserLSTMEncoder
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import LaserLSTMEncoder
 
     forward = LaserLSTMEncoder.forward
 

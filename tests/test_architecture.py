@@ -2,8 +2,9 @@
 
 * the fairseq plugin (``--user-dir``, loaded by fairseq in every training process) imports only
   fairseq, torch, numpy, the standard library, its own modules and
-  ``laser_repro.checkpoint_safety`` -- which imports only the standard library and torch;
-* the modules of ``laser_repro`` import each other without a cycle.
+  ``laser_repro.models.checkpoint_safety`` -- which imports only the standard library and torch;
+* the modules of ``laser_repro`` import each other without a cycle;
+* ``laser_repro.cli`` only assembles the parser: each subpackage defines its commands (``add_cli``).
 
 Every import counts, also those inside functions (the package imports heavy modules lazily): a lazy
 import is still a dependency, and a cycle through one (fairseq_bridge imported the plugin inside
@@ -18,8 +19,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "laser_repro"
-PLUGIN = "laser_repro.fairseq_plugin"
-CHECKPOINT_SAFETY = "laser_repro.checkpoint_safety"
+PLUGIN = "laser_repro.models.laser.fairseq_plugin"
+CHECKPOINT_SAFETY = "laser_repro.models.checkpoint_safety"
 
 
 def _modules() -> dict[str, Path]:
@@ -128,7 +129,7 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycle_among_the_package_modules():
     graph = _graph()
-    assert "laser_repro.fairseq_bridge" in graph and graph["laser_repro.fairseq_bridge"], graph
+    assert "laser_repro.models.laser.fairseq_bridge" in graph and graph["laser_repro.models.laser.fairseq_bridge"], graph
     cycle = _find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -139,9 +140,21 @@ def test_the_cycle_check_finds_a_cycle():
     assert _find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+
+def test_cli_only_assembles_the_subcommands_of_the_subpackages():
+    """The commands live in the subpackage that owns their step (``add_cli(sub)``, ``cmd_*``);
+    ``laser_repro.cli`` builds the top-level parser from them and runs the chosen one."""
+    path = MODULES["laser_repro.cli"]
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 120, f"{path.relative_to(SRC)}: {len(text.splitlines())} lines"
+    functions = [node.name for node in ast.walk(ast.parse(text, str(path)))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert not [f for f in functions if f.startswith("cmd_")], functions
+    assert {"build_parser", "main"} <= set(functions), functions
+
 def test_plugin_nli_classes_are_the_xnli_labels():
     pytest.importorskip("fairseq")
-    from laser_repro.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
-    from laser_repro.xnli import XNLI_LABELS
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
+    from laser_repro.evaluation.xnli import XNLI_LABELS
 
     assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3

@@ -1,4 +1,4 @@
-"""Joint BPE with fastBPE semantics (laser_repro.bpe): learning, fastBPE file formats, application,
+"""Joint BPE with fastBPE semantics (laser_repro.data.bpe): learning, fastBPE file formats, application,
 the fairseq dictionary, and the size of the paper's encoder with LASER's vocabulary."""
 import collections
 import random
@@ -7,8 +7,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from laser_repro import bpe, cli
-from laser_repro.textio import InputError
+from laser_repro.data import bpe
+from laser_repro import cli
+from laser_repro.core.textio import InputError
 
 
 def _corpus(path, seed=0, lines=3000):
@@ -239,8 +240,8 @@ def test_paper_encoder_has_52_2m_parameters_with_lasers_vocabulary():
     import torch
     from fairseq.data import Dictionary
 
-    from laser_repro.encoder import BiLSTMMaxPoolEncoder
-    from laser_repro.fairseq_plugin.laser_lstm import LaserLSTMEncoder
+    from laser_repro.models.laser.encoder import BiLSTMMaxPoolEncoder
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import LaserLSTMEncoder
 
     model = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["model"]
     embed, hidden, layers = model["encoder_embed_dim"], model["encoder_hidden_size"], model["encoder_layers"]

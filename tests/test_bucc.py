@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from eval_fixtures.bucc import make_split, write_bucc_archives
 
-from laser_repro import bucc, mining
-from laser_repro.textio import InputError, read_json
+from laser_repro.evaluation import bucc, mining
+from laser_repro.core.textio import InputError, read_json
 
 
 def test_names_and_urls():

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from laser_repro import classifier
-from laser_repro.classifier import ConfigError, FeatureSet, HParams
+from laser_repro.evaluation import classifier
+from laser_repro.evaluation.classifier import ConfigError, FeatureSet, HParams
 
 
 @pytest.fixture(autouse=True)

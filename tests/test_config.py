@@ -115,13 +115,13 @@ def test_valid_classifier_sections_pass():
 
 def test_classifier_schema_has_the_classifier_keys():
     """The schema's classifier keys are those parse_config accepts (classifier.HPARAM_KEYS + grid, seed, normalize)."""
-    from laser_repro import classifier
+    from laser_repro.evaluation import classifier
 
     sub = config.load_schema()["$defs"]["classifier"]
     assert set(sub["properties"]) == {*classifier.HPARAM_KEYS, "grid", "seed", "normalize"}
     assert set(sub["properties"]["grid"]["properties"]) == set(classifier.HPARAM_KEYS)
     for task in ("xnli", "mldoc"):  # the paper defaults themselves pass the schema
-        defaults = getattr(__import__(f"laser_repro.{task}", fromlist=["x"]), f"{task.upper()}_DEFAULTS")
+        defaults = getattr(__import__(f"laser_repro.evaluation.{task}", fromlist=["x"]), f"{task.upper()}_DEFAULTS")
         cfg = toy()
         cfg["evaluation"][task]["classifier"] = copy.deepcopy(defaults)
         config.validate(cfg)

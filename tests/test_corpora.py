@@ -1,4 +1,4 @@
-"""Tests for laser_repro.corpora with real-format fixtures built in tmp_path."""
+"""Tests for laser_repro.data.corpora with real-format fixtures built in tmp_path."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from laser_repro.corpora import (
+from laser_repro.data.corpora import (
     OPUS_BASE_URL,
     CorpusError,
     PairFilter,
@@ -27,7 +27,7 @@ from laser_repro.corpora import (
     opus_moses_url,
     read_local_bitext,
 )
-from laser_repro.textio import one_line
+from laser_repro.core.textio import one_line
 
 Q = dict(progress=False)
 
@@ -531,7 +531,7 @@ def test_truncated_tar(tmp_path):
 
 
 def test_absent_pair_record_gives_empty_bitext_with_reason(tmp_path):
-    from laser_repro.corpora import extract_opus_moses, write_absent_pair_record
+    from laser_repro.data.corpora import extract_opus_moses, write_absent_pair_record
 
     url = "https://object.pouta.csc.fi/OPUS-Tatoeba/v20190709/moses/es-kzj.txt.zip"
     record = tmp_path / "es-kzj.txt.zip"
@@ -604,7 +604,7 @@ def test_cli_extract_empty_pair_allowed_is_flagged_absent_with_a_warning(tmp_pat
 def test_cli_extract_absent_record_needs_absent_ok(tmp_path):
     import json
 
-    from laser_repro.corpora import write_absent_pair_record
+    from laser_repro.data.corpora import write_absent_pair_record
 
     url = "https://object.pouta.csc.fi/OPUS-Tatoeba/v1/moses/de-en.txt.zip"
     record = tmp_path / "de-en.txt.zip"

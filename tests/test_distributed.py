@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from laser_repro import launch
+from laser_repro.core import launch
 
 pytest.importorskip("fairseq")
 
-from laser_repro import fairseq_bridge  # noqa: E402
+from laser_repro.models.laser import fairseq_bridge  # noqa: E402
 from tiny_corpus import LANG_PAIRS, SMALL_MODEL, TARGETS, build_binarized  # noqa: E402
 
 pytestmark = pytest.mark.slow

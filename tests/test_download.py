@@ -1,4 +1,4 @@
-"""Tests for laser_repro.download, against a real HTTP server on 127.0.0.1 (port 0)."""
+"""Tests for laser_repro.core.download, against a real HTTP server on 127.0.0.1 (port 0)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from laser_repro.corpora import extract_opus_moses, opus_moses_url
-from laser_repro.download import (
+from laser_repro.data.corpora import extract_opus_moses, opus_moses_url
+from laser_repro.core.download import (
     ChecksumMismatchError,
     DownloadError,
     fetch,
@@ -377,7 +377,7 @@ def test_cli_fetch_404_is_an_error_unless_absent_pairs_allowed(server, tmp_path)
     import zipfile
 
     from laser_repro import cli
-    from laser_repro.corpora import absent_pair_url
+    from laser_repro.data.corpora import absent_pair_url
 
     url = f"{server.url}/files/en-kzj.txt.zip"
     dest = tmp_path / "en-kzj.txt.zip"
@@ -391,8 +391,8 @@ def test_cli_fetch_404_is_an_error_unless_absent_pairs_allowed(server, tmp_path)
 
 def test_cli_fetch_file_missing_from_mirror_directory_counts_as_absent(tmp_path):
     from laser_repro import cli
-    from laser_repro.corpora import absent_pair_url
-    from laser_repro.download import NotFoundError
+    from laser_repro.data.corpora import absent_pair_url
+    from laser_repro.core.download import NotFoundError
 
     mirror = tmp_path / "mirror"
     mirror.mkdir()

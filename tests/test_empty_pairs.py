@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from laser_repro import fairseq_bridge
+from laser_repro.models.laser import fairseq_bridge
 
 
 def _write_idx(path, sentences: int) -> None:

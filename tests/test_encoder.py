@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from laser_repro.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder, _length_sorted_batches, embed_file
+from laser_repro.models.laser.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder, _length_sorted_batches, embed_file
 
 @pytest.fixture(autouse=True)
 def _single_thread(torch_single_thread):
@@ -48,7 +48,7 @@ def random_lines(n, seed=0, max_len=15):
 
 
 def test_encoder_modules_do_not_import_fairseq():
-    code = ("import sys, laser_repro.encoder, laser_repro.export; "
+    code = ("import sys, laser_repro.models.laser.encoder, laser_repro.models.laser.export; "
             "assert not [m for m in sys.modules if m.split('.')[0] in ('fairseq', 'fairseq_cli')], 'fairseq imported'")
     src = str(Path(__file__).resolve().parents[1] / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
@@ -131,7 +131,7 @@ class _Exploit:
 
 
 def test_foreign_pickles_are_refused(tmp_path):
-    from laser_repro import fairseq_bridge
+    from laser_repro.models.laser import fairseq_bridge
 
     evil = _Exploit()
     evil.marker = tmp_path / "pwned"
@@ -163,10 +163,10 @@ def fake_training_checkpoint(path, seed=0):
     """A checkpoint laid out like fairseq's (cfg.model = Namespace, task_state from our task),
     for a randomly initialised model."""
     pytest.importorskip("fairseq")
-    import laser_repro.fairseq_plugin  # noqa: F401
+    import laser_repro.models.laser.fairseq_plugin  # noqa: F401
     from fairseq.data import Dictionary
 
-    from laser_repro.fairseq_plugin.laser_lstm import LaserLSTMModel, base_architecture
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import LaserLSTMModel, base_architecture
 
     d = Dictionary()
     for w in WORDS:
@@ -197,7 +197,7 @@ def fake_training_checkpoint(path, seed=0):
 
 def test_export_random_model_parity(tmp_path):
     model, d = fake_training_checkpoint(tmp_path / "ckpt.pt")
-    from laser_repro.export import export_encoder
+    from laser_repro.models.laser.export import export_encoder
 
     info = export_encoder(tmp_path / "ckpt.pt", tmp_path / "enc.pt")
     assert info["num_parameters"] == sum(p.numel() for p in model.encoder.parameters())
@@ -228,7 +228,7 @@ def test_export_random_model_parity(tmp_path):
 
 
 def test_truncated_encoder_file_is_named_with_how_to_rebuild(tmp_path):
-    from laser_repro.checkpoint_safety import CorruptFileError
+    from laser_repro.models.checkpoint_safety import CorruptFileError
 
     good = write_standalone(tmp_path / "good.pt").read_bytes()
     enc = tmp_path / "encoder.pt"
@@ -246,8 +246,8 @@ def test_truncated_encoder_file_is_named_with_how_to_rebuild(tmp_path):
 
 
 def test_truncated_training_checkpoint_is_named(tmp_path):
-    from laser_repro import fairseq_bridge
-    from laser_repro.checkpoint_safety import CorruptFileError
+    from laser_repro.models.laser import fairseq_bridge
+    from laser_repro.models.checkpoint_safety import CorruptFileError
 
     good = write_standalone(tmp_path / "good.pt").read_bytes()
     ckpt = tmp_path / "checkpoint_last.pt"

@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
-from laser_repro import config, languages
+from laser_repro import config
+from laser_repro.core import languages
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))

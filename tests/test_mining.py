@@ -7,7 +7,7 @@ import faiss
 import numpy as np
 import pytest
 
-from laser_repro import mining
+from laser_repro.evaluation import mining
 
 # Cosine of source i and target j. The source embeddings are basis vectors e_i and target j is
 # (M[:, j], sqrt(1 - |M[:, j]|^2)) in 5 dimensions, so cos(s_i, t_j) = M[i, j] exactly.

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from eval_fixtures.mldoc import parallel_docs, toy_mldoc_items, write_mldoc_dir
 
-from laser_repro import mldoc
-from laser_repro.mldoc import MLDocMissingError, split_sentences
-from laser_repro.textio import InputError
+from laser_repro.evaluation import mldoc
+from laser_repro.evaluation.mldoc import MLDocMissingError, split_sentences
+from laser_repro.core.textio import InputError
 
 
 @pytest.fixture(autouse=True)

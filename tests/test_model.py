@@ -8,10 +8,10 @@ import torch
 
 fairseq = pytest.importorskip("fairseq")
 
-import laser_repro.fairseq_plugin  # noqa: E402,F401  (registers task + model)
+import laser_repro.models.laser.fairseq_plugin  # noqa: E402,F401  (registers task + model)
 from fairseq.data import Dictionary  # noqa: E402
 from fairseq.models import ARCH_MODEL_REGISTRY, ARCH_CONFIG_REGISTRY  # noqa: E402
-from laser_repro.fairseq_plugin.laser_lstm import (  # noqa: E402
+from laser_repro.models.laser.fairseq_plugin.laser_lstm import (  # noqa: E402
     DEFAULTS,
     PAPER_CONFIG,
     LaserLSTMModel,

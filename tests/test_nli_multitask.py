@@ -15,13 +15,14 @@ import torch
 
 pytest.importorskip("fairseq")
 
-import laser_repro.fairseq_plugin  # noqa: E402,F401
-from laser_repro import cli, fairseq_bridge  # noqa: E402
-from laser_repro.encoder import SentenceEncoder  # noqa: E402
-from laser_repro.export import export_encoder  # noqa: E402
-from laser_repro.fairseq_plugin.laser_criterion import LaserMultitaskCriterion  # noqa: E402
-from laser_repro.fairseq_plugin.laser_task import LaserMultilingualTask, MultitaskDataset  # noqa: E402
-from laser_repro.xnli import XNLI_LABELS, read_labels  # noqa: E402
+import laser_repro.models.laser.fairseq_plugin  # noqa: E402,F401
+from laser_repro import cli  # noqa: E402
+from laser_repro.models.laser import fairseq_bridge
+from laser_repro.models.laser.encoder import SentenceEncoder  # noqa: E402
+from laser_repro.models.laser.export import export_encoder  # noqa: E402
+from laser_repro.models.laser.fairseq_plugin.laser_criterion import LaserMultitaskCriterion  # noqa: E402
+from laser_repro.models.laser.fairseq_plugin.laser_task import LaserMultilingualTask, MultitaskDataset  # noqa: E402
+from laser_repro.evaluation.xnli import XNLI_LABELS, read_labels  # noqa: E402
 from tiny_corpus import CONCEPTS, LANG_PAIRS, SMALL_MODEL, TARGETS, build_binarized, word  # noqa: E402
 
 pytestmark = pytest.mark.slow

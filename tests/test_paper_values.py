@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from laser_repro import languages
+from laser_repro.core import languages
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("LASER_REPRO_PAPERS", REPO.parent / "shared" / "papers"))

@@ -1,4 +1,4 @@
-"""Tests for laser_repro.preprocess.
+"""Tests for laser_repro.data.preprocess.
 
 The fast Moses back-end must give byte-identical output to sacremoses; that is
 checked on real corpora (FLORES-200 dev, Tatoeba; read in place from
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from laser_repro import preprocess as pp
-from laser_repro.preprocess import (
+from laser_repro.data import preprocess as pp
+from laser_repro.data.preprocess import (
     FastMosesTokenizer,
     FastPunctNormalizer,
     TextPreprocessor,

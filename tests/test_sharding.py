@@ -1,6 +1,6 @@
 import pytest
 
-from laser_repro.sharding import group_shards, iter_sharded, write_shard
+from laser_repro.data.sharding import group_shards, iter_sharded, write_shard
 
 
 @pytest.mark.parametrize("lines,n,block", [(0, 3, 2), (1, 3, 2), (7, 3, 2), (12, 3, 2), (13, 2, 5), (25, 4, 1)])

@@ -32,7 +32,7 @@ TEST_CLUSTER_PROFILE = {
     "latency-wait": 5,                # one file system
     "set-resources": {
         # no GPU: the toy config's CPU worker (train.cpu_processes) with the node's 2 CPUs
-        "train": {"gpu": 0, "cpus_per_task": 2, "mem_mb": 4000},
+        "laser_train": {"gpu": 0, "cpus_per_task": 2, "mem_mb": 4000},
         # the profile's sizes above the node's memory (sbatch would reject the job or its group)
         "bpe_count": {"mem_mb": 4000},
         "bpe_learn": {"mem_mb": 4000},
@@ -167,7 +167,7 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items()}
     assert {g: units["groups"].count(g) for g in expected} == expected
     assert units["groups"].count("flores") == 1  # the held-out FLORES lines: one allocation
-    assert sorted(units["rules"]) == ["export_encoder", "export_init_encoder", "train"]
+    assert sorted(units["rules"]) == ["laser_export", "laser_export_init", "laser_train"]
     print(f"SLURM toy run: {elapsed:.0f} s, {len(subs)} sbatch jobs for {len(jobs)} jobs "
           f"(groups {expected}; local run: 1 process)")
 
@@ -211,10 +211,10 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     # above). Two processes x update_freq 1 train the model of one process x 2, up to float
     # summation order (tests/test_distributed.py measures it)
     shutil.rmtree(workdir / "results" / "toy" / "models" / "base" / "checkpoints")
-    mpi_profile = merged(profile, {"set-resources": {"train": {"mpi": "'srun'", "tasks": 2, "cpus_per_task": 1}}})
+    mpi_profile = merged(profile, {"set-resources": {"laser_train": {"mpi": "'srun'", "tasks": 2, "cpus_per_task": 1}}})
     (profile_dir / "config.yaml").write_text(yaml.safe_dump(mpi_profile, sort_keys=False))
     encoder = "results/toy/models/base/encoder.pt"
-    proc = run_snakemake(*args, encoder, "--forcerun", "train", env=slurm_cluster.env, timeout=1200)
+    proc = run_snakemake(*args, encoder, "--forcerun", "laser_train", env=slurm_cluster.env, timeout=1200)
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake-mpi.log").write_text(log)
     assert proc.returncode == 0, log[-8000:]

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from laser_repro import cli, config, tables, xnli
+from laser_repro import cli, config
+from laser_repro.reporting import tables
+from laser_repro.evaluation import xnli
 
 
 def _rows(path):

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from laser_repro import tatoeba
+from laser_repro.evaluation import tatoeba
 
 
 def test_hand_built_embeddings_error_counts():

@@ -9,11 +9,11 @@ import torch
 
 pytest.importorskip("fairseq")
 
-import laser_repro.fairseq_plugin  # noqa: E402,F401
-from laser_repro import fairseq_bridge  # noqa: E402
-from laser_repro.encoder import SentenceEncoder  # noqa: E402
-from laser_repro.export import export_encoder  # noqa: E402
-from laser_repro.fairseq_plugin.laser_task import LaserMultilingualTask  # noqa: E402
+import laser_repro.models.laser.fairseq_plugin  # noqa: E402,F401
+from laser_repro.models.laser import fairseq_bridge  # noqa: E402
+from laser_repro.models.laser.encoder import SentenceEncoder  # noqa: E402
+from laser_repro.models.laser.export import export_encoder  # noqa: E402
+from laser_repro.models.laser.fairseq_plugin.laser_task import LaserMultilingualTask  # noqa: E402
 from tiny_corpus import LANG_PAIRS, PAIRS, SMALL_MODEL, TARGETS, build_binarized  # noqa: E402
 
 pytestmark = pytest.mark.slow

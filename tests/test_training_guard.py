@@ -1,4 +1,4 @@
-"""laser_repro.training_guard and its use by `laser-repro train`: a checkpoint directory is resumed
+"""laser_repro.models.training_guard and its use by `laser-repro train`: a checkpoint directory is resumed
 only by the model it was made for, a job that makes no update fails, one trainer per directory,
 and the workers of a killed launcher die with it."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from laser_repro import training_guard as guard
+from laser_repro.models import training_guard as guard
 from laser_repro.config import planned_tokens_per_update
 
 SETTINGS = {"pairs": ["deu-eng", "fra-spa", "eng-eng"], "targets": ["eng", "spa"],
@@ -121,7 +121,7 @@ def test_lock_refuses_a_second_holder_and_dies_with_its_process(tmp_path):
     save = tmp_path / "checkpoints"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from laser_repro.training_guard import TrainingLock
+        from laser_repro.models.training_guard import TrainingLock
         with TrainingLock({str(save)!r}):
             print("locked", flush=True)
             time.sleep(60)
@@ -173,7 +173,7 @@ def test_child_dies_with_the_process_that_started_it(tmp_path):
     """launch_workers' preexec_fn: SIGKILL of the launcher kills its child (in its own session)."""
     launcher = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import os, subprocess, sys, time
-        from laser_repro.training_guard import die_with_parent_preexec
+        from laser_repro.models.training_guard import die_with_parent_preexec
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
                                  preexec_fn=die_with_parent_preexec(os.getpid()))
         print(child.pid, flush=True)
@@ -189,7 +189,7 @@ def test_child_dies_with_the_process_that_started_it(tmp_path):
 @linux_only
 def test_worker_whose_launcher_is_gone_exits():
     """die_with_parent: a worker checks that its parent is still the launcher's child."""
-    code = "from laser_repro.training_guard import die_with_parent; die_with_parent(); print('alive')"
+    code = "from laser_repro.models.training_guard import die_with_parent; die_with_parent(); print('alive')"
     middle = f"import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', {code!r}]).returncode)"
     env = dict(os.environ, **{guard.LAUNCHER_PID_ENV: str(os.getpid())})
     ok = subprocess.run([sys.executable, "-c", middle], env=env, capture_output=True, text=True)
@@ -229,7 +229,7 @@ def train_in_process(data, run_dir, settings):
 
 
 def weights(path):
-    from laser_repro import fairseq_bridge
+    from laser_repro.models.laser import fairseq_bridge
 
     return fairseq_bridge.load_checkpoint(path)["model"]
 
@@ -311,7 +311,7 @@ def test_a_job_without_update_fails_unless_its_run_had_completed(corpus, trained
 
 
 def fairseq_updates(path) -> int:
-    from laser_repro import fairseq_bridge
+    from laser_repro.models.laser import fairseq_bridge
 
     return fairseq_bridge.checkpoint_num_updates(fairseq_bridge.load_checkpoint(path))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from eval_fixtures.wmt import make_test_set
 
-from laser_repro import wmt
+from laser_repro.evaluation import wmt
 
 TEXTS = {
     "en": ["The cat sleeps.", "It rains today.", "We go home.", "The train is late.", "She reads a book."],

@@ -9,8 +9,10 @@ import pytest
 from conftest import REPO, run_snakemake
 
 
-def test_lint_is_clean():
-    proc = run_snakemake("--lint", "--configfile", str(REPO / "tests" / "toy" / "config.yaml"))
+@pytest.mark.parametrize("config", ["tests/toy/config.yaml", "tests/toy/compare.yaml", "config/schwenk_douze_2017.yaml"])
+def test_lint_is_clean(config):
+    """Every rule file is linted: the LASER rules, the multienc and N-way rules, the comparison."""
+    proc = run_snakemake("--lint", "--configfile", str(REPO / config))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
@@ -42,7 +44,7 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
             counts[parts[0]] = int(parts[1])
     # the base model (5 layers, no NLI, all languages) and the 6 ablation variants that differ from it:
     # layers1, layers3, nli1, nli2, nli3, subset_languages
-    assert counts.get("train") == 7 and counts.get("export_encoder") == 7 and counts.get("variant_metrics") == 7
+    assert counts.get("laser_train") == 7 and counts.get("laser_export") == 7 and counts.get("variant_metrics") == 7
     assert counts.get("ablation_table") == 3 and counts.get("nli_binarize") == 1
     assert counts.get("download_opus", 0) > 150
     # BUCC: train and test split for the base model's Table 4, the train split (F1) for each variant
@@ -169,7 +171,7 @@ def test_evaluation_downloads_through_a_local_mirror(tmp_path):
         (mirror / where).mkdir(parents=True)
         for f in files:
             shutil.copy(f, mirror / where / f.name)
-    from laser_repro.download import sha256_file
+    from laser_repro.core.download import sha256_file
 
     cfg = yaml.safe_load((REPO / "tests" / "toy" / "config.yaml").read_text())
     cfg["data_root"] = None

@@ -11,9 +11,9 @@ import pytest
 import torch
 from eval_fixtures.xnli import XNLI_COLUMNS, nli_label, parallel_rows, toy_nli_items, write_multinli_zip, write_xnli_zip
 
-from laser_repro import xnli
-from laser_repro.languages import UnknownLanguageError
-from laser_repro.textio import InputError
+from laser_repro.evaluation import xnli
+from laser_repro.core.languages import UnknownLanguageError
+from laser_repro.core.textio import InputError
 
 
 @pytest.fixture(autouse=True)
@@ -318,7 +318,7 @@ def test_matrix_rows_are_paired_by_pair_id():
     assert result["accuracy"] == [[100.0, 100.0], [100.0, 100.0]]
     # Without the alignment, pairing row i of "a" with row i of "b" would be mostly wrong.
     naive = xnli.pair_feature_set(onehot, onehot[perm], labels, normalize=False)
-    from laser_repro import classifier
+    from laser_repro.evaluation import classifier
     assert classifier.accuracy(model, naive) < 90
 
 

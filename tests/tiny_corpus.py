@@ -4,7 +4,7 @@ shared by the training and distributed-training tests."""
 import random
 from pathlib import Path
 
-from laser_repro import fairseq_bridge
+from laser_repro.models.laser import fairseq_bridge
 
 # three source languages (deu, fra, eng) -> two target languages (eng, spa); eng-eng is listed
 # on purpose: the task must skip it (no auto-encoding)

@@ -7,7 +7,7 @@
 Each archive is ``bucc2018-<xx>-en.<sample-gold|training-gold|test>.tar.bz2`` with the members
 ``bucc2018/<xx>-en/<xx>-en.<split>.<xx>``, ``.en`` and (not for test) ``.gold``; sentence lines
 are ``<xx>-000000001<TAB>sentence``, gold lines ``xx_id<TAB>en_id``. The layout is written out
-here, independently of laser_repro.bucc, so that a mistake there is caught by the tests.
+here, independently of laser_repro.evaluation.bucc, so that a mistake there is caught by the tests.
 Archives are byte-for-byte reproducible (fixed mtimes, owners and order).
 """
 from __future__ import annotations

@@ -36,7 +36,7 @@ def xnli_code(lang: str) -> str:
     """XNLI's language code (``en``) for ``eng`` or ``en``."""
     if len(lang) == 2:
         return lang
-    from laser_repro import languages
+    from laser_repro.core import languages
 
     return languages.get(lang).paper
 

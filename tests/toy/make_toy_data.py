@@ -20,10 +20,15 @@ WORDS = {
     "deu": "Hund Katze Haus Wasser isst sieht groß klein rot Mann Frau Stadt Buch liest läuft Baum Sonne gut neu alt Kind Auto geht trinkt",
     "ell": "σκύλος γάτα σπίτι νερό τρώει βλέπει μεγάλος μικρός κόκκινος άντρας γυναίκα πόλη βιβλίο διαβάζει τρέχει δέντρο ήλιος καλός νέος παλιός παιδί αυτοκίνητο πηγαίνει πίνει",
     "cmn": "狗 猫 房子 水 吃 看见 大 小 红 男人 女人 城市 书 读 跑 树 太阳 好 新 旧 孩子 汽车 去 喝",
+    # the other UN languages (the Schwenk & Douze toy: tests/toy/compare.yaml)
+    "fra": "chien chat maison eau mange voit grand petit rouge homme femme ville livre lit court arbre soleil bon nouveau vieux enfant voiture va boit",
+    "rus": "собака кошка дом вода ест видит большой маленький красный мужчина женщина город книга читает бежит дерево солнце хороший новый старый ребёнок машина идёт пьёт",
+    "ara": "كلب قطة بيت ماء يأكل يرى كبير صغير أحمر رجل امرأة مدينة كتاب يقرأ يركض شجرة شمس جيد جديد قديم طفل سيارة يذهب يشرب",
     # never trained on (no flores200-dev file): a Tatoeba language for Table 9 (zero-shot)
     "por": "cão gato casa água come vê grande pequeno vermelho homem mulher cidade livro lê corre árvore sol bom novo velho criança carro vai bebe",
 }
-FLORES = {"eng": "eng_Latn", "spa": "spa_Latn", "deu": "deu_Latn", "ell": "ell_Grek", "cmn": "zho_Hans"}
+FLORES = {"eng": "eng_Latn", "spa": "spa_Latn", "deu": "deu_Latn", "ell": "ell_Grek", "cmn": "zho_Hans",
+          "fra": "fra_Latn", "rus": "rus_Cyrl", "ara": "arb_Arab"}
 
 
 def render(concepts: list[int], lang: str) -> str:

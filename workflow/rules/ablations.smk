@@ -1,5 +1,5 @@
 # Stage 11: the paper's ablations (section 5). Every variant of config `ablations` is a model of its own
-# (rule train with {variant}), evaluated on every task like the base model; its scores are summed up in
+# (rule laser_train with {variant}), evaluated on every task like the base model; its scores are summed up in
 # results/{run}/metrics/{variant}.json and set side by side in Tables 5 (depth), 6 (NLI multitask) and
 # 7 (number of training languages), with a figure each. `snakemake variant_<name>` builds one variant.
 rule variant_metrics:
@@ -14,7 +14,7 @@ rule variant_metrics:
         flores_languages=lambda w: shlex.join(["--flores-languages", *(
             lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)]) if FLORES else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro variant-metrics --variant {wildcards.variant:q} {params.files} {params.flores_languages}"
                " --output {output:q}")
@@ -28,7 +28,7 @@ rule metrics_summary:
     log:
         "results/{run}/logs/metrics_summary.log",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro metrics-summary --metrics {input:q} --output {output:q}")
 
@@ -48,7 +48,7 @@ rule ablation_table:
         rows=lambda w: shell_quote_json(table_rows(int(w.n))),
         missing=shell_quote_json(missing_tasks()),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
                " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}")

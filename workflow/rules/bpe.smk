@@ -1,4 +1,4 @@
-# Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.bpe): word frequencies of ALL the
+# Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.data.bpe): word frequencies of ALL the
 # tokenized training text -> bpe.merges merge operations (codes) and the vocabulary of the BPE'd text
 # -> fairseq dictionary; the codes are applied to every pair.
 
@@ -14,7 +14,7 @@ rule bpe_count:
     resources:
         mem_mb=16000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs {input:q}")
 
@@ -34,7 +34,7 @@ rule bpe_learn:
     resources:
         mem_mb=16000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-learn --words {input:q} --merges {params.merges:q}"
                " --codes {output.codes:q} --vocab {output.vocab:q}", keys=["bpe.merges"])
@@ -48,7 +48,7 @@ rule fairseq_dict:
     log:
         "results/{run}/logs/bpe/dict.log",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
 
@@ -66,7 +66,7 @@ rule bpe_apply:
     resources:
         mem_mb=1000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
                " --block-lines {params.block:q} --inputs {input.shards:q}", keys=["preprocess.block_lines"])

@@ -4,9 +4,10 @@ import shlex
 import sys
 
 from laser_repro import config as run_config
-from laser_repro import languages
-from laser_repro.ablation import TABLES as ABLATION_TABLES
-from laser_repro import bucc, corpora
+from laser_repro.core import languages
+from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
+from laser_repro.evaluation import bucc
+from laser_repro.data import corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
 # PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
@@ -16,6 +17,15 @@ CFG = PLAN.config
 RUN = f"results/{CFG['run_name']}"
 TABLE1 = [f"results/tables/{CFG['run_name']}/table1.md", f"results/tables/{CFG['run_name']}/table1.csv"]
 DATA_ROOT = CFG.get("data_root")
+LASER = PLAN.laser  # the config trains a LASER model (top-level model section); `models` holds the other families
+
+
+def alternatives(names):
+    """A wildcard regex matching exactly these names (none: nothing)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or "(?!x)x"
+
 
 wildcard_constraints:
     run=CFG["run_name"],
@@ -26,7 +36,7 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_-]+",
     k="[0-9]+",
     n="[0-9]+",
-    variant="|".join(PLAN.variants),
+    variant=alternatives(PLAN.variants),
 
 
 def shards_of(corpus):
@@ -48,75 +58,41 @@ def pair_tok_shards(wildcards):
             for p in tok_shards(b.corpus, b.src, b.tgt, wildcards.lang)]
 
 
-# ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
-VARIANTS = PLAN.variants
-METRICS = f"{RUN}/metrics"
+# ---- other model families: N-way data, multienc models, the comparison ---------------------------------
+NWAY = PLAN.nway_data
+MULTIENC = PLAN.multienc
+MULTIENC_TABLES = f"results/tables/{CFG['run_name']}/schwenk_douze_2017"
 
 
-def buildable(variant):
-    """A variant can be trained: the NLI ones need MultiNLI."""
-    return not VARIANTS[variant].nli_weight or task_ready("xnli")
-
-
-def train_inputs(w):
-    variant = VARIANTS[w.variant]
-    files = {"bin": binarized_files(variant.pairs), "dict": f"{RUN}/bin/dict.txt"}
-    if FLORES:  # held-out pairs: the loss on the learning curves
-        files["valid"] = binarized_files([p for p in variant.pairs if p in PLAN.curve_pairs], split="valid")
-    if variant.nli_weight:
-        files["nli"] = f"{RUN}/bin/nli/train.label.npy"
+def nway_raw_inputs(w):
+    """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
+    d = NWAY[w.data]
+    files = {"raw": local_corpus_file(d["corpus"], w.lang)}
+    if "corpus" in d["valid"]:
+        files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
     return files
 
 
-def train_settings(name, input):
-    variant = VARIANTS[name]
-    settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
-                "model": dict(variant.model), "train": CFG["train"]}
-    if FLORES:
-        settings["curves"] = dict(FLORES["curves"])
-    nli = PLAN.nli_settings(variant)
-    if nli:
-        settings["nli"] = {"data": input.nli.removesuffix(".label.npy"), "weight": nli["weight"]}
-        settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
-    return settings
+def nway_valid_args(w, input):
+    d = NWAY[w.data]
+    if "corpus" in d["valid"]:
+        return f"--valid-raw {shlex.quote(input.valid_raw)}"
+    start, stop = d["valid"]["heldout_lines"]
+    return f"--heldout {int(start)} {int(stop)}"
 
 
-def encoder(w):
-    return f"{RUN}/models/{w.variant}/encoder.pt"
-
-
-def init_encoder(w):
-    """The same encoder at update 0 (the random-initialization baseline of the similarity tables)."""
-    return f"{RUN}/models/{w.variant}/encoder_init.pt"
-
-
-# ---- FLORES xsim (flores_eval) ----------------------------------------------------------------------------
-FLORES = PLAN.flores_eval
-FLORES_DIR = f"{RUN}/flores"
-
-
-def flores_raw_file(lang):
-    return local_corpus_file(FLORES["corpus"], lang)
-
-
-def flores_texts(kind, langs=None):
-    """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
-    from laser_repro.flores import SPLITS
-
-    if not FLORES:
+def multienc_targets():
+    """What the main command builds for the multienc models: paper 004's Tables 1-4 and the learning curves."""
+    if not MULTIENC:
         return []
-    langs = ["eng", *PLAN.flores_languages] if langs is None else langs
-    return [f"{FLORES_DIR}/{kind}/{split}.{lang}" for lang in langs for split in SPLITS]
+    return [*expand(f"{MULTIENC_TABLES}/table{{n}}.{{ext}}", n=[1, 2, 3, 4], ext=["md", "csv"]),
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in MULTIENC]]
 
 
-def bpe_train_files():
-    return [f"{RUN}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in PLAN.pairs for lang in (src, tgt)]
-
-
-def binarized_files(pairs=None, split="train"):
-    """The binarized pairs (default: all pairs of the config); split valid: their held-out FLORES lines."""
-    return [f"{RUN}/bin/{split}.{src}-{tgt}.{lang}.{ext}"
-            for src, tgt in (PLAN.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
+def compare_scores(family):
+    """name -> scores file of the compared models of one family (FLORES xsim for LASER, similarity for multienc)."""
+    return {name: f"{RUN}/flores/{name}/scores.json" if f == "laser" else f"{RUN}/models/{name}/similarity.json"
+            for name, f in PLAN.compared_models.items() if f == family}
 
 
 def shell_quote_json(data):
@@ -201,7 +177,7 @@ def name_recorded_rules():
             continue
         if "laser_repro.provenance" in rule_.shellcmd:
             if rule_.benchmark:  # sync-mtimes re-dates a benchmark only through an in-process record
-                raise ValueError(f"rule {rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
+                raise ValueError(f"{rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
             rule_.set_params(rule_name=shlex.quote(rule_.name))
         elif isinstance(rule_.shellcmd, InProcessRecord):
             rule_.set_params(provenance_json=provenance_json(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
@@ -253,6 +229,15 @@ def opus_url(w):
                                   base_url=CFG["opus"]["base_url"])
 
 
+SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not PLAN.archive_parts(n)]
+PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and PLAN.archive_parts(n)]
+
+
+def download_label(url):
+    """An archive's URL, or its parts' URLs joined by ' + ' (an archive published in parts)."""
+    return url if isinstance(url, str) else " + ".join(url)
+
+
 def local_corpus_file(corpus, lang):
     """A language's file of a local N-way corpus: under data_root, or extracted from the download."""
     c = PLAN.corpora[corpus]
@@ -260,7 +245,7 @@ def local_corpus_file(corpus, lang):
     if DATA_ROOT:
         path = c["path"].format(root=DATA_ROOT, code=code)
         if "download" in c:
-            raw(path, f"{c['download']['url']}#{c['download']['member'].format(code=code)}")
+            raw(path, f"{download_label(c['download']['url'])}#{c['download']['member'].format(code=code)}")
         return path
     if "download" not in c:
         raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no download section")
@@ -324,198 +309,3 @@ def opus_sha256_arg(w):
         if c.get("corpus") == w.opus_corpus and name in c.get("sha256", {}):
             return f"--sha256 {shlex.quote(c['sha256'][name])}"
     return ""
-
-
-# ---- evaluation data (Tables 2-4, 8; WMT similarity) ----------------------------------------------
-EVAL = CFG["evaluation"]
-TABLES = f"results/tables/{CFG['run_name']}"
-EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
-
-
-def eval_input(url, path_template, sha256=None, **fields):
-    """Where an evaluation file comes from: <data_root>/... when data_root is set (read as is), else
-    the download destination resources/eval/<host>/<path> (rule download_eval, mirror-capable)."""
-    url = url.format(**fields)
-    if DATA_ROOT:
-        path = path_template.format(root=DATA_ROOT, **fields)
-        return raw(path, url)
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    dest = f"resources/eval/{parts.netloc}{parts.path}"
-    EVAL_DOWNLOADS[dest] = (url, sha256)
-    return dest
-
-
-def missing_note(task, files, how=""):
-    """None when every input of a task is there (or will be downloaded); else the table's note,
-    with the command that fetches each absent file into place."""
-    absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
-    if not absent:
-        return None
-    fetch = "; ".join(f"`laser-repro fetch --url {shlex.quote(RAW_URLS[f])} --dest {shlex.quote(f)}`"
-                      for f in absent if f in RAW_URLS)
-    return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
-            f"into resources/eval/). " if fetch else "") + how).strip()
-
-
-# ---- evaluation: data locations, input functions ---------------------------------------------------------------------------------
-def bucc_archive(xx, split):
-    """split: training (sentences + gold) or test (sentences only; the test gold is private)."""
-    cfg = EVAL["bucc"]
-    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(bucc.archive_name(xx, split)),
-                      xx=bucc.bucc_code(xx), split=bucc.ARCHIVE_SPLITS[split])
-
-
-def xnli_zip():
-    cfg = EVAL["xnli"]
-    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get("XNLI-1.0.zip"))
-
-
-def multinli_zip():
-    cfg = EVAL["xnli"]
-    return eval_input(cfg["multinli_url"], cfg["multinli_path"], cfg["sha256"].get("multinli_1.0.zip"))
-
-
-def mldoc_file(lang, split):
-    from laser_repro import mldoc
-
-    cfg = EVAL["mldoc"]
-    directory = cfg["path"].format(root=DATA_ROOT)
-    return str(mldoc.expected_files(directory, [lang], cfg["train_size"], check=False)[lang][split])
-
-
-def wmt_archives():
-    from laser_repro import wmt
-
-    cfg = EVAL["wmt"]
-    return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
-            for url, sha256 in wmt.test_set_downloads(cfg["test_set"], cfg["sha256"])]
-
-
-def wmt_languages():
-    """English and the configured languages the test set pairs with it (others: absent in its table)."""
-    from laser_repro import wmt
-
-    cfg = EVAL["wmt"]
-    present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])
-    return [code for code in cfg["languages"] if code == "eng" or code in present]
-
-
-TASK_MISSING = {}
-if "bucc" in EVAL:
-    TASK_MISSING["bucc"] = missing_note(
-        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training", "test")])
-if "xnli" in EVAL:
-    TASK_MISSING["xnli"] = missing_note(
-        "xnli", [xnli_zip(), multinli_zip()])
-if "mldoc" in EVAL:
-    if not EVAL["mldoc"].get("path"):
-        TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
-                                 "RCV1/RCV2 (licensed by NIST): request the corpora, generate the files with "
-                                 "https://github.com/facebookresearch/MLDoc and set evaluation.mldoc.path.")
-    elif "{root}" in EVAL["mldoc"]["path"] and not DATA_ROOT:
-        TASK_MISSING["mldoc"] = (f"data missing: evaluation.mldoc.path ({EVAL['mldoc']['path']}) uses {{root}} but "
-                                 "data_root is null: set data_root, or give the MLDoc directory as a plain path.")
-    else:
-        TASK_MISSING["mldoc"] = missing_note(
-            "mldoc", [mldoc_file(lang, split) for lang in EVAL["mldoc"]["languages"]
-                      for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
-            "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
-if "wmt" in EVAL:
-    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
-
-
-def task_ready(task):
-    return task in EVAL and TASK_MISSING.get(task) is None
-
-
-def missing_arg(task):
-    """--missing NOTE for a table whose task cannot run (not configured, or data absent)."""
-    if task not in EVAL:
-        note = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
-    else:
-        note = TASK_MISSING.get(task)
-    import shlex
-
-    return "" if note is None else f"--missing {shlex.quote(note)}"
-
-
-def emb(task, name, lang, variant="{variant}"):
-    """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given)."""
-    return f"{RUN}/eval/{task}/{variant}/emb/{name}.{lang}.npy"
-
-
-def xnli_classify_inputs(w):
-    langs = EVAL["xnli"]["languages"]
-    v = w.variant
-    files = {"train": [emb("xnli", "train-p", "eng", v), emb("xnli", "train-h", "eng", v),
-                       f"{RUN}/eval/xnli/labels/train.eng.tsv"],
-             "dev": [emb("xnli", "dev-p", "eng", v), emb("xnli", "dev-h", "eng", v),
-                     f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
-    for lang in langs:
-        files[f"test_{lang}"] = [emb("xnli", "test-p", lang, v), emb("xnli", "test-h", lang, v),
-                                 f"{RUN}/eval/xnli/labels/test.{lang}.tsv"]
-    return files
-
-
-def mldoc_classify_inputs(w):
-    v = w.variant
-    files = {"train": [emb("mldoc", "train", "eng", v), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
-             "dev": [emb("mldoc", "dev", "eng", v), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
-    for lang in EVAL["mldoc"]["languages"]:
-        files[f"test_{lang}"] = [emb("mldoc", "test", lang, v), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
-    return files
-
-
-def variant_scores(variant):
-    """The score files of every task that can run, for one variant: the inputs of its metrics."""
-    files = {"tatoeba": [f"{RUN}/tatoeba/{variant}/scores/{lang}.json" for lang in PLAN.tatoeba_seen]}
-    if task_ready("bucc"):
-        files["bucc"] = [f"{RUN}/eval/bucc/{variant}/scores/{xx}.json" for xx in EVAL["bucc"]["languages"]]
-    for task in ("xnli", "mldoc", "wmt"):
-        if task_ready(task):
-            files[task] = [f"{RUN}/eval/{task}/{variant}/scores.json"]
-    if FLORES:
-        files["flores"] = [f"{FLORES_DIR}/{variant}/scores.json"]
-    return files
-
-
-# ---- ablation tables (Tables 5-7) ----------------------------------------------------------------------
-TABLE_ABLATION = {n: a for n, (a, _, _) in ABLATION_TABLES.items() if a in PLAN.ablation_rows}  # configured ones
-
-
-def table_rows(table):
-    """--rows of an ablation table: label, variant name, model trained, the paper's setting key, metrics file
-    (or why there is none)."""
-    rows = []
-    for r in PLAN.ablation_rows[TABLE_ABLATION[table]]:
-        row = {"label": r.label, "variant": r.name, "model": r.variant.name, "setting": r.setting, "metrics": None,
-               "note": ""}
-        if buildable(r.variant.name):
-            row["metrics"] = f"{METRICS}/{r.variant.name}.json"
-        else:
-            row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
-        rows.append(row)
-    return rows
-
-
-def missing_tasks():
-    """--missing-tasks of an ablation table: {task: why it has no scores in this run}."""
-    out = {}
-    for task in ("bucc", "xnli", "mldoc", "wmt"):
-        if task not in EVAL:
-            out[task] = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
-        elif TASK_MISSING.get(task):
-            out[task] = TASK_MISSING[task]
-    if not FLORES:
-        out["flores"] = "not configured: the config has no flores_eval"
-    return out
-
-
-def flores_targets():
-    """What the main command builds for FLORES: the table and one learning-curve figure per model."""
-    if not FLORES:
-        return []
-    return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]

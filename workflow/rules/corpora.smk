@@ -20,7 +20,7 @@ rule download_opus:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
                " --retries {params.retries:q} --base-url {params.base:q} {params.mirror} {params.absent_ok}",
@@ -32,6 +32,8 @@ rule download_archive:
         "resources/{corpus}/archive.tar.gz",
     log:
         "resources/logs/{corpus}/archive.log",
+    wildcard_constraints:
+        corpus=alternatives(SINGLE_ARCHIVES),
     params:
         url=lambda w: PLAN.corpora[w.corpus]["download"]["url"],
         sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
@@ -41,10 +43,48 @@ rule download_archive:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
                keys=["corpora"], sources=True)
+
+
+rule download_archive_part:  # one part of an archive published in parts (the UN corpus's UNv1.0.6way.tar.gz.0*)
+    output:
+        temp("resources/{corpus}/archive.part{k}"),
+    log:
+        "resources/logs/{corpus}/archive.part{k}.log",
+    wildcard_constraints:
+        corpus=alternatives(PARTED_ARCHIVES),
+    params:
+        url=lambda w: PLAN.archive_parts(w.corpus)[int(w.k)],
+        retries=CFG["opus"]["retries"],
+        sources=downloaded_from(lambda w: PLAN.archive_parts(w.corpus)[int(w.k)]),
+    resources:
+        downloads=1,
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
+               keys=["corpora"], sources=True)
+
+
+rule join_archive_parts:
+    input:
+        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(PLAN.archive_parts(w.corpus)))],
+    output:
+        "resources/{corpus}/archive.tar.gz",
+    log:
+        "resources/logs/{corpus}/archive.log",
+    wildcard_constraints:
+        corpus=alternatives(PARTED_ARCHIVES),
+    params:
+        sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
+        if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro join-parts --parts {input:q} --output {output:q} {params.sha}", keys=["corpora"])
 
 
 rule extract_archive_member:
@@ -55,11 +95,11 @@ rule extract_archive_member:
     log:
         "resources/logs/{corpus}/{code}.log",
     wildcard_constraints:
-        code="[A-Za-z]{3}_[A-Za-z]{4}[A-Za-z0-9._-]*",
+        code="(?!archive\\.)[A-Za-z0-9][A-Za-z0-9._-]*",  # FLORES eng_Latn, UN en (not archive.*)
     params:
         member=lambda w: PLAN.corpora[w.corpus]["download"]["member"].format(code=w.code),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
 
@@ -76,7 +116,7 @@ rule download_tatoeba_test:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
                keys=["evaluation.tatoeba.url"], sources=True)
@@ -97,11 +137,11 @@ rule extract_bitext:
     resources:
         mem_mb=1000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro extract {params.args}"
                " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",
                keys=["corpora", "filters"], sources=True)
 
 
-localrules: download_opus, download_archive, download_tatoeba_test, extract_archive_member
+localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_tatoeba_test, extract_archive_member

@@ -22,7 +22,7 @@ rule eval_embed:
         max_tokens=CFG["embed"]["max_tokens"],
     threads: CFG["embed"]["threads"]
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro embed --encoder {input.encoder:q} --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q}"
@@ -49,7 +49,7 @@ rule download_eval:
     resources:
         downloads=1,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
                " {params.mirror}")
@@ -74,7 +74,7 @@ rule bucc_sentences:
         sources=raw_sources,
         member=lambda w: bucc.member_name(w.xx, w.split, w.side),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-sentences --archive {input:q} --member {params.member:q}"
                " --sentences {output.text:q} --ids {output.ids:q}", sources=True)
@@ -91,7 +91,7 @@ rule bucc_gold:
         sources=raw_sources,
         member=lambda w: bucc.member_name(w.xx, "training", "gold"),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}",
                sources=True)
@@ -117,7 +117,7 @@ rule bucc_mine:
     resources:
         mem_mb=8000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
                " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc"])
@@ -134,7 +134,7 @@ rule bucc_evaluate:
     log:
         "results/{run}/logs/{variant}/eval/bucc/evaluate/{xx}.log",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-evaluate --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
                " --trg-ids {input.trg_ids:q} --gold {input.gold:q} --lang {wildcards.xx:q} --scores {output:q}")
@@ -151,7 +151,7 @@ rule bucc_extract:
     log:
         "results/{run}/logs/{variant}/eval/bucc/extract/{xx}.log",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-extract --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
                " --trg-ids {input.trg_ids:q} --threshold-from {input.train:q} --pairs {output:q}")
@@ -172,7 +172,7 @@ rule table4:
         missing=lambda w: missing_arg("bucc"),
         langs=list(EVAL.get("bucc", {}).get("languages", list(bucc.LANGUAGES))),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro eval-table bucc --run-name {wildcards.run:q} --languages {params.langs:q}"
                " --scores {input.scores:q} --pairs {input.pairs:q} {params.missing} --md {output.md:q}"
@@ -200,7 +200,7 @@ if "wmt" in EVAL:
             test_set=WMT_SET,
             prefix=f"{WMT_SET}.",
         conda:
-            "../../envs/laser.yaml"
+            "../envs/laser.yaml"
         shell:
             logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set:q}"
                    " --langs {params.langs:q} --out-dir {params.out_dir:q} --prefix {params.prefix:q}", sources=True)
@@ -217,7 +217,7 @@ if "wmt" in EVAL:
             emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant)])
                                    for lang in wmt_languages()),
         conda:
-            "../../envs/laser.yaml"
+            "../envs/laser.yaml"
         shell:
             logged("laser-repro wmt-similarity {params.emb} --meta {input.meta:q} --scores {output:q}")
 
@@ -235,7 +235,7 @@ rule table_wmt:
         langs=list(EVAL.get("wmt", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro eval-table wmt --run-name {wildcards.run:q} --languages {params.langs:q}"
                " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")
@@ -256,7 +256,7 @@ rule xnli_texts:
     params:
         sources=raw_sources,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro xnli-texts --zip {input:q} --split {wildcards.split:q} --lang {wildcards.lang:q}"
                " --premises {output.premises:q} --hypotheses {output.hypotheses:q} --labels {output.labels:q}",
@@ -278,7 +278,7 @@ rule multinli_texts:
         cap=lambda w: shlex.join(["--max-pairs", str(EVAL["xnli"]["train_max_pairs"]), "--seed", str(CFG["train"]["seed"])])
         if EVAL["xnli"].get("train_max_pairs") else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro multinli-texts --zip {input:q} {params.cap} --premises {output.premises:q}"
                " --hypotheses {output.hypotheses:q} --labels {output.labels:q} --stats {output.stats:q}", sources=True)
@@ -301,7 +301,7 @@ rule xnli_classify:
     resources:
         mem_mb=16000,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro xnli-classify --train-premises {input.train[0]:q} --train-hypotheses {input.train[1]:q}"
                " --train-labels {input.train[2]:q} --dev-premises {input.dev[0]:q} --dev-hypotheses {input.dev[1]:q}"
@@ -324,7 +324,7 @@ rule table2_table8:
         langs=list(EVAL.get("xnli", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro eval-table xnli --run-name {wildcards.run:q} --languages {params.langs:q} {params.scores}"
                " {params.missing} --md {output.md2:q} --csv {output.csv2:q} --md8 {output.md8:q} --csv8 {output.csv8:q}")
@@ -344,7 +344,7 @@ rule mldoc_sentences:
     params:
         sources=raw_sources,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro mldoc-sentences --input {input:q} --lang {wildcards.lang:q}"
                " --sentences {output.text:q} --docs {output.docs:q}", sources=True)
@@ -363,7 +363,7 @@ rule mldoc_classify:
         config=lambda w: shell_quote_json(EVAL["mldoc"]["classifier"]),
     threads: CFG["embed"]["threads"]
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro mldoc-classify --train {input.train:q} --dev {input.dev:q} {params.tests}"
                " --params {params.config} --threads {threads} --scores {output:q}")
@@ -382,7 +382,7 @@ rule table3:
         langs=list(EVAL.get("mldoc", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro eval-table mldoc --run-name {wildcards.run:q} --languages {params.langs:q}"
                " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")

@@ -19,7 +19,7 @@ rule flores_select:
         seed=FLORES["seed"] if FLORES else 0,
         sources=raw_sources,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro flores-select --lang {params.langs:q} --raw {input.raw:q} --heldout {params.heldout:q}"
                " --sample {params.sample:q} --seed {params.seed:q} --dest {params.dest:q}",
@@ -40,7 +40,7 @@ rule flores_prepare:
             f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
             for src, dst in zip(input.texts, output)),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase} {params.args}",
                keys=["preprocess.lowercase"])
@@ -59,7 +59,7 @@ rule flores_binarize_valid:
         prefix=lambda w, input: input.texts[0].rsplit(".", 1)[0],  # .../bpe/heldout (texts[0] is heldout.eng)
         dest=lambda w, input: os.path.dirname(input.dict),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro binarize-valid --pairs {params.pairs:q} --prefix {params.prefix:q}"
                " --dict {input.dict:q} --dest {params.dest:q}")
@@ -76,7 +76,7 @@ rule flores_tfidf:
         raw_dir=lambda w, input: os.path.dirname(input[0]),
         langs=lambda w: list(PLAN.flores_languages),
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs:q} --output {output:q}")
 
@@ -96,7 +96,7 @@ rule flores_xsim:
         max_tokens=CFG["embed"]["max_tokens"],
     threads: CFG["embed"]["threads"]
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
                " --bpe-dir {params.bpe_dir:q} --langs {params.langs:q} --max-tokens {params.max_tokens:q}"
@@ -118,7 +118,7 @@ rule flores_table:
         heldout=lambda w: list(FLORES["heldout_lines"]),
         sample=lambda w: FLORES["train_sample"],
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained:q}"
                " --run-name {params.run:q} --heldout {params.heldout:q} --sample {params.sample:q}"
@@ -136,7 +136,7 @@ rule learning_curves:
     params:
         title=lambda w: f"{CFG['run_name']} / {w.variant}: learning curves",
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro curves-plot --curves {input.curves:q} --tfidf {input.tfidf:q}"
                " --title {params.title:q} --png {output:q}")

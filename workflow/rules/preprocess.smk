@@ -1,4 +1,4 @@
-# Stage 2: Moses preprocessing per corpus side, as round-robin shards (one job each; see laser_repro.sharding).
+# Stage 2: Moses preprocessing per corpus side, as round-robin shards (one job each; see laser_repro.data.sharding).
 
 
 rule preprocess_shard:
@@ -15,7 +15,7 @@ rule preprocess_shard:
         mem_mb=1500,
         runtime=240,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
                " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",

@@ -15,7 +15,7 @@ rule tatoeba_prepare:
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
         sources=raw_sources,
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.xx:q} --output {output.xx:q}"
@@ -42,7 +42,7 @@ rule tatoeba_evaluate:
         max_tokens=CFG["embed"]["max_tokens"],
     threads: CFG["embed"]["threads"]
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro tatoeba --encoder {input.encoder:q} --lang {wildcards.lang:q}"
                " --xx {input.xx:q} --eng {input.eng:q} --xx-emb {output.xx_emb:q} --eng-emb {output.eng_emb:q}"
@@ -63,7 +63,7 @@ rule table1:
     params:
         run=CFG["run_name"],
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro tatoeba-table --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
                " --scores {input.scores:q} --train {input.train:q}")
@@ -81,7 +81,7 @@ rule table9:
     params:
         run=CFG["run_name"],
     conda:
-        "../../envs/laser.yaml"
+        "../envs/laser.yaml"
     shell:
         logged("laser-repro tatoeba-table --unseen --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
                " --scores {input.scores:q} --train {input.train:q}")

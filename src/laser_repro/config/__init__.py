@@ -1,0 +1,40 @@
+"""Run configuration: schema validation, defaults, and the training plan derived from it.
+
+* :mod:`laser_repro.config.schema` -- validation: the JSON schema (workflow/schemas/config.schema.yaml,
+  the single definition of the config keys) and its defaults, the checks a schema cannot express
+  (known language codes, batch arithmetic, per-kind corpus keys), errors naming the file, line and
+  key (:class:`ConfigError`, :class:`Origin`), :func:`load` / :func:`validate`, the Snakefile's
+  helpers (:func:`snakemake_default_configfile`, :func:`validate_snakemake`) and
+  ``python -m laser_repro.config FILE`` (:func:`main`);
+* :mod:`laser_repro.config.plan` -- what a validated config expands to, which the workflow iterates
+  over: :class:`Plan` (bitexts, pairs, FLORES / Tatoeba languages, ablation variants),
+  :class:`Variant`, :class:`AblationRow`, :class:`Bitext`, and :func:`planned_tokens_per_update`.
+
+Both are re-exported here: callers use ``laser_repro.config.NAME``.
+"""
+from __future__ import annotations
+
+from laser_repro.config.plan import AblationRow, Bitext, Plan, Variant, planned_tokens_per_update
+from laser_repro.config.schema import (
+    BUCC_LANGUAGES,
+    CORPUS_KIND_KEYS,
+    MAX_ERRORS,
+    SCHEMA_PATH,
+    ConfigError,
+    Origin,
+    load,
+    load_schema,
+    main,
+    read_yaml,
+    snakemake_default_configfile,
+    snakemake_origin,
+    validate,
+    validate_snakemake,
+)
+
+__all__ = [
+    "AblationRow", "Bitext", "Plan", "Variant", "planned_tokens_per_update",
+    "BUCC_LANGUAGES", "CORPUS_KIND_KEYS", "MAX_ERRORS", "SCHEMA_PATH", "ConfigError", "Origin", "load",
+    "load_schema", "main", "read_yaml", "snakemake_default_configfile", "snakemake_origin", "validate",
+    "validate_snakemake",
+]

@@ -1,0 +1,265 @@
+"""The run plan: what a validated config expands to -- the bitexts and language pairs to train on,
+the sides to preprocess, the FLORES and Tatoeba languages, the ablation variants (Tables 5-7) --
+and the tokens per update the training settings plan.
+
+Nothing here validates: :mod:`laser_repro.config.schema` does, before a :class:`Plan` is made.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+from laser_repro.core import languages
+
+
+def planned_tokens_per_update(train: dict) -> int:
+    """Tokens per update the ``train`` settings plan: ``tokens_per_update`` when set, else
+    ``max_tokens x max(gpus, 1) x update_freq`` (the paper: 16 GPUs of 8000 tokens).  The launcher
+    keeps it whatever the number of processes it finds (:func:`laser_repro.core.launch.update_freq_for`)."""
+    return int(train.get("tokens_per_update") or (
+        train["max_tokens"] * max(train.get("gpus", 0), 1) * train["update_freq"]))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One trained model: the base model or an ablation variant (paper section 5)."""
+    name: str
+    model: tuple  # sorted (key, value) items of the model section
+    pairs: tuple[tuple[str, str], ...]
+    nli_weight: int = 0
+
+    @property
+    def identity(self) -> tuple:
+        """What training depends on: variants with equal identity are the same model."""
+        return (self.model, self.pairs, self.nli_weight)
+
+
+class AblationRow(NamedTuple):
+    """One row of an ablation table: variant name, row label, the model trained, the paper's setting key."""
+    name: str
+    label: str
+    variant: Variant
+    setting: str
+
+
+@dataclass(frozen=True)
+class Bitext:
+    """One aligned (source, target) text of one corpus."""
+    corpus: str
+    src: str
+    tgt: str
+
+    @property
+    def pair(self) -> str:
+        return f"{self.src}-{self.tgt}"
+
+
+class Plan:
+    """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
+
+    def __init__(self, config: dict):
+        self.config = config
+
+    @cached_property
+    def corpora(self) -> dict[str, dict]:
+        return {c["name"]: c for c in self.config["corpora"]}
+
+    @property
+    def laser(self) -> bool:
+        """The config trains a LASER model (its top-level model section); otherwise only `models`."""
+        return "model" in self.config
+
+    @cached_property
+    def models(self) -> dict[str, dict]:
+        """The models of the other families (`models`): name -> settings."""
+        return dict(self.config.get("models", {}))
+
+    @cached_property
+    def nway_data(self) -> dict[str, dict]:
+        """N-way data sets (nway_data): name -> settings."""
+        return dict(self.config.get("nway_data", {}))
+
+    @cached_property
+    def multienc(self) -> dict[str, dict]:
+        """The models of family multienc (Schwenk & Douze 2017): name -> settings."""
+        return {name: m for name, m in self.models.items() if m["family"] == "multienc"}
+
+    def multienc_settings(self, name: str) -> dict:
+        """``--settings`` of ``laser-repro train --family multienc`` (laser_repro.models.multienc.trainer)."""
+        m = self.multienc[name]
+        paths = {"sources": list(m["paths"]["sources"]), "inputs": dict(m["paths"]["inputs"]),
+                 "targets": m["paths"]["targets"] if m["paths"]["targets"] == "all" else list(m["paths"]["targets"])}
+        model = {"encoder": dict(m["encoder"]), "embed_dim": m["embed_dim"], "decoder": dict(m["decoder"]),
+                 "dropout": m["dropout"], "share_embeddings": m["share_embeddings"]}
+        return {"languages": list(self.nway_data[m["data"]]["languages"]), "paths": paths, "model": model,
+                "train": dict(m["train"])}
+
+    def encoder_languages(self, name: str) -> list[str]:
+        """The languages a multienc model has an encoder for: the sources of its training paths (a
+        fixed target has none, as in the paper)."""
+        return list(self.multienc[name]["paths"]["sources"])
+
+    def archive_parts(self, corpus: str) -> list[str]:
+        """The URLs of a corpus archive published in parts (download.url a list), else []."""
+        url = self.corpora[corpus]["download"]["url"]
+        return [] if isinstance(url, str) else list(url)
+
+    @cached_property
+    def compared_models(self) -> dict[str, str]:
+        """name -> family of the models of the FLORES comparison (config/compare.yaml): LASER's base
+        model, then every multienc model validated on flores_eval's held-out lines of the same corpus
+        (the same sentences). Empty without a LASER model, flores_eval or multienc models."""
+        flores = self.flores_eval
+        if not (self.laser and flores and self.multienc):
+            return {}
+        out = {"base": "laser"}
+        for name, m in self.multienc.items():
+            data = self.nway_data[m["data"]]
+            if data["corpus"] == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
+                out[name] = "multienc"
+        return out if len(out) > 1 else {}
+
+    @cached_property
+    def bitexts(self) -> list[Bitext]:
+        """The LASER model's training bitexts (none without a LASER model)."""
+        if not self.laser:
+            return []
+        out = []
+        for corpus in self.config["corpora"]:
+            targets = corpus.get("targets") or self.config["targets"]
+            for src in corpus["languages"]:
+                for tgt in targets:
+                    if src != tgt:  # no auto-encoding (paper, footnote 2)
+                        out.append(Bitext(corpus["name"], src, tgt))
+        return out
+
+    @cached_property
+    def pairs(self) -> list[tuple[str, str]]:
+        """Distinct (src, tgt) training directions, in config order."""
+        return list(dict.fromkeys((b.src, b.tgt) for b in self.bitexts))
+
+    def bitexts_of_pair(self, src: str, tgt: str) -> list[Bitext]:
+        return [b for b in self.bitexts if (b.src, b.tgt) == (src, tgt)]
+
+    @property
+    def targets(self) -> list[str]:
+        return list(self.config.get("targets", []))
+
+    @property
+    def tatoeba_languages(self) -> list[str]:
+        return list(self.config.get("evaluation", {}).get("tatoeba", {}).get("languages", []))
+
+    @cached_property
+    def trained_languages(self) -> set[str]:
+        """Languages with training data in this config (sources and targets)."""
+        return {lang for pair in self.pairs for lang in pair}
+
+    @property
+    def tatoeba_seen(self) -> list[str]:
+        """Tatoeba languages with training data: Table 1."""
+        return [code for code in self.tatoeba_languages if code in self.trained_languages]
+
+    @property
+    def tatoeba_unseen(self) -> list[str]:
+        """Tatoeba languages without any training data in this config: Table 9."""
+        return [code for code in self.tatoeba_languages if code not in self.trained_languages]
+
+    # -- FLORES xsim (held-out lines, learning curves) --------------------------------------------
+    @property
+    def flores_eval(self) -> dict | None:
+        return self.config.get("flores_eval")
+
+    def heldout_lines(self, corpus: str) -> tuple[int, int] | None:
+        """The lines of ``corpus`` held out of training (0-based [start, stop)), or None."""
+        flores = self.flores_eval
+        if flores and flores["corpus"] == corpus:
+            return tuple(flores["heldout_lines"])
+        return None
+
+    @cached_property
+    def flores_languages(self) -> list[str]:
+        """Languages scored against English on FLORES: trained ones first, then zero-shot ones."""
+        flores = self.flores_eval
+        if not flores:
+            return []
+        column = self.corpora[flores["corpus"]].get("code_column", "flores")
+        if flores["languages"] == "registry":
+            codes = [code for code, lang in languages.all_languages().items() if getattr(lang, column, "")]
+        else:
+            codes = list(flores["languages"])
+        codes = [c for c in dict.fromkeys(codes) if c != "eng"]
+        return sorted(codes, key=lambda c: (c not in self.trained_languages, c))
+
+    @cached_property
+    def curve_pairs(self) -> list[tuple[str, str]]:
+        """Training pairs whose held-out lines are binarized (valid.*): every pair of the FLORES corpus."""
+        flores = self.flores_eval
+        if not flores:
+            return []
+        return [(b.src, b.tgt) for b in self.bitexts if b.corpus == flores["corpus"]]
+
+    # -- ablation variants (Tables 5-7) ------------------------------------------------------------
+    @cached_property
+    def base(self) -> Variant:
+        return Variant("base", tuple(sorted(self.config["model"].items())), tuple(self.pairs))
+
+    def _variant(self, name: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
+        merged = {**self.config["model"], **(model or {})}
+        return Variant(name, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
+
+    @cached_property
+    def ablation_rows(self) -> dict[str, list[AblationRow]]:
+        """ablation -> its rows in config order. A variant equal to the base model is the base model
+        (trained once): its model is the base Variant. `setting` is the row's key in the paper's
+        Tables 5-7 (data/paper_tables5_7_ablations.csv)."""
+        if not self.laser:
+            return {}
+        ablations = self.config.get("ablations", {})
+        rows: dict[str, list[AblationRow]] = {}
+        if "depth" in ablations:
+            rows["depth"] = [AblationRow(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
+                                         self._variant(f"layers{n}", model={"encoder_layers": n}), f"layers={n}")
+                             for n in ablations["depth"]["layers"]]
+        if "nli" in ablations:
+            rows["nli"] = [AblationRow(f"nli{w}", "no NLI" if w == 0 else f"NLI x{w}",
+                                       self._variant(f"nli{w}", nli_weight=w), f"nli={w}")
+                           for w in ablations["nli"]["weights"]]
+        if "languages" in ablations:
+            subset = set(ablations["languages"]["subset"])
+            kept = [p for p in self.pairs if p[0] in subset and p[1] in subset]
+            n_sub = len({lang for pair in kept for lang in pair})
+            rows["languages"] = [
+                AblationRow("all_languages", f"all {len(self.trained_languages)} languages", self.base,
+                            "languages=all"),
+                AblationRow("subset_languages", f"{n_sub} evaluation languages",
+                            self._variant("subset_languages", pairs=kept), "languages=subset")]
+        base = self.base
+        return {ablation: [r._replace(variant=base) if r.variant.identity == base.identity else r for r in variants]
+                for ablation, variants in rows.items()}
+
+    @cached_property
+    def variants(self) -> dict[str, Variant]:
+        """Every distinct LASER model to train: the base model first, then the ablation variants."""
+        if not self.laser:
+            return {}
+        out = {"base": self.base}
+        for rows in self.ablation_rows.values():
+            for row in rows:
+                out.setdefault(row.variant.name, row.variant)
+        return out
+
+    @cached_property
+    def variant_aliases(self) -> dict[str, str]:
+        """Every variant name (also those equal to the base model) -> the name of the model trained."""
+        if not self.laser:
+            return {}
+        names = {"base": "base"}
+        for rows in self.ablation_rows.values():
+            names.update({row.name: row.variant.name for row in rows})
+        return names
+
+    def nli_settings(self, variant: Variant) -> dict | None:
+        if not variant.nli_weight:
+            return None
+        return {"weight": variant.nli_weight, "hidden_dim": self.config["ablations"]["nli"]["hidden_dim"]}

@@ -1,0 +1,501 @@
+"""Run configuration: schema validation and defaults, and errors that name the file, line and key.
+
+The JSON schema (workflow/schemas/config.schema.yaml) is the single definition of the config keys;
+this module fills its defaults, adds the checks a schema cannot express (known language codes,
+batch arithmetic, per-kind corpus keys), loads and checks config files (``python -m
+laser_repro.config FILE``) and the config of a Snakemake run.  What a valid config expands to is
+:mod:`laser_repro.config.plan`.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from laser_repro.config.plan import Plan, planned_tokens_per_update
+from laser_repro.core import languages
+from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+MAX_ERRORS = 10  # schema violations listed in one error
+
+# Corpus keys of one kind only (a key of the other kind would be ignored: it is an error).
+CORPUS_KIND_KEYS = {"opus": ("corpus", "version", "codes", "sha256", "allow_absent_pairs"),
+                    "local": ("layout", "path", "download", "code_column")}
+
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the file (when known) and the key path (also the
+    parameters of an evaluation classifier, :mod:`laser_repro.evaluation.classifier`)."""
+
+
+def _key_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def load_schema(schema_path: Path | str = SCHEMA_PATH) -> dict:
+    with open(schema_path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def _resolve_ref(schema: dict, root: dict) -> dict:
+    while "$ref" in schema:
+        target = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        schema = target
+    return schema
+
+
+def _fill_defaults(instance: Any, schema: dict, root: dict) -> None:
+    """Insert schema `default`s for absent keys, recursing into objects and arrays."""
+    schema = _resolve_ref(schema, root)
+    branch = _discriminated_branch(schema.get("oneOf", []), instance, root)
+    if branch is not None:
+        schema = _resolve_ref(schema["oneOf"][branch], root)
+    if isinstance(instance, dict):
+        properties = schema.get("properties", {})
+        for key, sub in properties.items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                _fill_defaults(instance[key], sub, root)
+        if isinstance(schema.get("additionalProperties"), dict):  # name -> entry maps (models, nway_data)
+            for key in instance:
+                if key not in properties:
+                    _fill_defaults(instance[key], schema["additionalProperties"], root)
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for item in instance:
+            _fill_defaults(item, schema["items"], root)
+
+
+# ---- where a config came from, and error messages naming the file, line and key ---------------------
+
+def _discriminated_branch(branches: list, instance: Any, root: dict) -> int | None:
+    """The branch of a oneOf whose ``family`` const is the instance's family (a model of `models`)."""
+    if not isinstance(instance, dict) or "family" not in instance:
+        return None
+    for i, branch in enumerate(branches):
+        const = _resolve_ref(branch, root).get("properties", {}).get("family", {}).get("const")
+        if const is not None and const == instance["family"]:
+            return i
+    return None
+
+
+def _yaml_error(path: Path | str, err: yaml.YAMLError) -> ConfigError:
+    """One line: ``FILE:LINE:COLUMN: not valid YAML: problem (context at line L, column C)``."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    context, cmark = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and cmark and cmark is not mark:
+        problem += f" ({context} at line {cmark.line + 1}, column {cmark.column + 1})"
+    return ConfigError(f"{where}: not valid YAML: {problem}")
+
+
+def read_yaml(path: Path | str) -> dict:
+    """A YAML (or JSON) config file as a dict; a syntax error names the file, line and column."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except yaml.YAMLError as err:
+        raise _yaml_error(path, err) from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of config keys, not {type(data).__name__}")
+    return data
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 15]}...{text[-10:]}"
+
+
+def _display_path(path: Path | str) -> str:
+    """A config file as the user would name it: relative to the cwd when under it."""
+    rel = os.path.relpath(os.path.abspath(path))
+    return str(path) if rel.startswith("..") else rel
+
+
+@dataclass
+class Origin:
+    """Where a config came from: its files in merge order (later ones win, Snakemake's deep merge) and
+    the `--config key=value` overrides applied last. Finds the file and line that set a key."""
+    files: tuple = ()
+    overrides: dict | None = None
+
+    def label(self) -> str:
+        parts = [_display_path(f) for f in self.files]
+        if self.overrides:
+            shown = {k: v if isinstance(v, str) and len(v) <= 60 else _short(v) for k, v in self.overrides.items()}
+            parts.append("--config " + " ".join(f"{k}={v}" for k, v in shown.items()))
+        return " + ".join(parts)
+
+    @cached_property
+    def _nodes(self) -> list:
+        nodes = []
+        for f in self.files:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    nodes.append((f, yaml.compose(fh, Loader=yaml.SafeLoader)))
+            except (OSError, yaml.YAMLError):
+                nodes.append((f, None))
+        return nodes
+
+    def locate(self, path: list) -> str | None:
+        """``FILE:LINE`` of the key path in the file that set it (the deepest match, the later file
+        on ties), ``--config KEY`` when an override set its top-level key; None when unknown."""
+        if path and self.overrides and path[0] in self.overrides:
+            return f"--config {path[0]}"
+        best = None  # (depth, file, line)
+        for f, node in self._nodes:
+            depth, line = 0, None
+            for part in path:
+                if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+                    hit = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part),
+                               None)
+                    if hit is None:
+                        break
+                    line, node = hit[0].start_mark.line + 1, hit[1]
+                elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                    node = node.value[part]
+                    line = node.start_mark.line + 1
+                else:
+                    break
+                depth += 1
+            if node is not None and (best is None or depth >= best[0]):
+                best = (depth, f, line)
+        if best is None:
+            return None
+        return f"{_display_path(best[1])}:{best[2]}" if best[2] else _display_path(best[1])
+
+
+def _schema_summary(schema: dict, root: dict) -> str:
+    """What a subschema allows, in a few words."""
+    schema = _resolve_ref(schema, root)
+    if "const" in schema:
+        return repr(schema["const"])
+    if "enum" in schema:
+        return "one of " + ", ".join(map(repr, schema["enum"]))
+    kind = schema.get("type", "value")
+    kind = " or ".join(kind) if isinstance(kind, list) else kind
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        items = _resolve_ref(schema["items"], root)
+        what = "language codes" if items.get("pattern") == "^[a-z]{3}$" else _schema_summary(items, root) + "s"
+        return f"an array of {what}"
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def _error_lines(error: jsonschema.ValidationError, root: dict) -> list[tuple[list, str]]:
+    """(key path, short message) of one schema violation: never the schema, long values abbreviated."""
+    path, inst, kind = list(error.absolute_path), error.instance, error.validator
+    if kind == "additionalProperties" and isinstance(inst, dict):
+        allowed = list(error.schema.get("properties", {}))
+        out = []
+        for key in inst:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append((path + [key], f"unknown key; {hint}allowed: {', '.join(allowed)}"))
+        if out:
+            return out
+    if kind == "oneOf":
+        branch = _discriminated_branch(error.validator_value, inst, root)
+        if branch is not None:  # the errors against the schema of the instance's own family
+            within = [e for e in error.context if e.schema_path and e.schema_path[0] == branch]
+            if within:
+                return [line for e in within for line in _error_lines(e, root)]
+        families = [_resolve_ref(b, root).get("properties", {}).get("family", {}).get("const")
+                    for b in error.validator_value]
+        if isinstance(inst, dict) and any(families):
+            return [(path + ["family"], f"{_short(inst.get('family'))} is not a model family; known: "
+                                        f"{', '.join(f for f in families if f)}")]
+    if kind in ("oneOf", "anyOf"):
+        forms = " or ".join(_schema_summary(s, root) for s in error.validator_value)
+        return [(path, f"{_short(inst)} is not allowed; expected {forms}")]
+    if kind == "type":
+        want = error.validator_value
+        want = " or ".join(want) if isinstance(want, list) else want
+        return [(path, f"expected {want}, got {type(inst).__name__} {_short(inst)}")]
+    message = error.message
+    if len(repr(inst)) > 60:
+        message = message.replace(repr(inst), _short(inst))
+    return [(path, message)]
+
+
+def _unknown_kind_keys(config: dict, schema: dict) -> list[tuple[list, str]]:
+    """Keys of the other corpus kind (an OPUS key on a local corpus or the reverse). One at its schema
+    default is harmless (and filled in every corpus: a validated config validates again)."""
+    defaults = {k: v["default"] for k, v in schema["properties"]["corpora"]["items"]["properties"].items()
+                if "default" in v}
+    out = []
+    for c, corpus in enumerate(config.get("corpora") or []):
+        if not isinstance(corpus, dict) or corpus.get("kind") not in CORPUS_KIND_KEYS:
+            continue
+        for key, value in corpus.items():
+            if key in defaults and value == defaults[key]:
+                continue
+            for other, keys in CORPUS_KIND_KEYS.items():
+                if other != corpus["kind"] and key in keys:
+                    out.append((["corpora", c, key], f"only for kind: {other} corpora ({corpus.get('name')!r} "
+                                                       f"is kind: {corpus['kind']})"))
+    return out
+
+
+def validate(config: dict, *, source: str | None = None, schema_path: Path | str = SCHEMA_PATH,
+             origin: Origin | None = None) -> dict:
+    """Validate `config` against the schema, fill defaults, run semantic checks; return a new dict.
+
+    `origin` (its files and --config overrides) lets an error name the file and line of the key;
+    `source` names the config in messages (default: the origin's files, else "config")."""
+    origin = origin or Origin()
+    source = source or origin.label() or "config"
+    schema = load_schema(schema_path)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config),
+                    key=lambda e: [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in e.absolute_path])
+    problems = [item for e in errors for item in _error_lines(e, schema)]
+    if not problems and isinstance(config, dict):
+        problems = _unknown_kind_keys(config, schema)
+    if problems:
+        lines = []
+        for path, message in problems[:MAX_ERRORS]:
+            where = origin.locate(path)
+            lines.append(f"{where or source}: {_key_path(path)}: {message}")
+        if len(problems) > MAX_ERRORS:
+            lines.append(f"... and {len(problems) - MAX_ERRORS} more")
+        raise ConfigError(f"invalid configuration ({source}):\n  " + "\n  ".join(lines))
+    config = copy.deepcopy(config)
+    for key in ("opus", "filters", "preprocess", "embed"):
+        config.setdefault(key, {})
+    _fill_defaults(config, schema, schema)
+    _check_semantics(config, source, origin)
+    return config
+
+
+def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
+    def known(code: str, where: str) -> None:
+        try:
+            languages.get(code)
+        except languages.UnknownLanguageError as err:
+            raise ConfigError(f"{source}: {where}: {err}") from None
+
+    targets = config.get("targets", [])
+    for i, code in enumerate(targets):
+        known(code, f"targets[{i}]")
+    names = set()
+    for c, corpus in enumerate(config["corpora"]):
+        where = f"corpora[{c}] ({corpus['name']})"
+        if corpus["name"] in names:
+            raise ConfigError(f"{source}: {where}.name: duplicate corpus name {corpus['name']!r}")
+        names.add(corpus["name"])
+        for i, code in enumerate(corpus["languages"]):
+            known(code, f"{where}.languages[{i}]")
+        for code in corpus.get("codes", {}):
+            if code not in corpus["languages"] and code not in (corpus.get("targets") or targets):
+                raise ConfigError(f"{source}: {where}.codes.{code}: not a language of this corpus "
+                                  f"(languages or targets); the OPUS code would never be used")
+        for i, code in enumerate(corpus.get("targets", [])):
+            if code not in targets:
+                raise ConfigError(f"{source}: {where}.targets[{i}]: {code!r} is not one of the run targets {targets}")
+        if corpus["kind"] == "local" and corpus["layout"] == "nway":
+            column = corpus.get("code_column", "flores")
+            for i, code in enumerate(list(corpus["languages"]) + list(targets)):
+                if not getattr(languages.get(code), column, ""):
+                    raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv")
+        if corpus.get("first_n") and corpus.get("max_pairs"):
+            raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
+    _check_models(config, source, origin or Origin(), known)
+    if "model" not in config:  # no LASER model: the rest checks its sections
+        if config.get("flores_eval"):
+            raise ConfigError(f"{source}: flores_eval: scores the LASER model (the top-level model section), "
+                              f"which this config has not; the models of `models` are scored on their nway_data validation lines")
+        return
+    for i, code in enumerate(config["evaluation"]["tatoeba"]["languages"]):
+        known(code, f"evaluation.tatoeba.languages[{i}]")
+        if code == "eng":
+            raise ConfigError(f"{source}: evaluation.tatoeba.languages[{i}]: eng is the pivot of every Tatoeba pair, not a test language")
+    evaluation = config["evaluation"]
+    for task in ("bucc", "xnli", "mldoc", "wmt"):
+        for i, code in enumerate(evaluation.get(task, {}).get("languages", [])):
+            known(code, f"evaluation.{task}.languages[{i}]")
+    for task in ("xnli", "mldoc", "wmt"):
+        if task in evaluation and "eng" not in evaluation[task]["languages"]:
+            raise ConfigError(f"{source}: evaluation.{task}.languages: must include eng (English is the "
+                              f"training / pivot language of this task)")
+    for i, code in enumerate(evaluation.get("bucc", {}).get("languages", [])):
+        if code not in BUCC_LANGUAGES:
+            raise ConfigError(f"{source}: evaluation.bucc.languages[{i}]: BUCC 2018 has only "
+                              f"{sorted(BUCC_LANGUAGES)} (paired with English), not {code!r}")
+    ablations = config.get("ablations", {})
+    for i, code in enumerate(ablations.get("languages", {}).get("subset", [])):
+        known(code, f"ablations.languages.subset[{i}]")
+    if "languages" in ablations:
+        subset = ablations["languages"]["subset"]
+        absent = [t for t in config["targets"] if t not in subset]
+        if absent:
+            raise ConfigError(f"{source}: ablations.languages.subset: must contain the run targets; {absent} missing")
+        if not any(s in subset and t in subset for s, t in Plan(config).pairs):
+            raise ConfigError(f"{source}: ablations.languages.subset: no training pair has both languages in {subset}")
+    if any(w > 0 for w in ablations.get("nli", {}).get("weights", [])) and "xnli" not in evaluation:
+        raise ConfigError(f"{source}: ablations.nli: the NLI multitask trains on MultiNLI; configure evaluation.xnli "
+                          "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
+    train = config["train"]
+    if train.get("tokens_per_update") is not None:
+        planned = planned_tokens_per_update({k: v for k, v in train.items() if k != "tokens_per_update"})
+        if train["tokens_per_update"] != planned:
+            raise ConfigError(
+                f"{source}: train.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x "
+                f"update_freq = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
+    if not any(p for p in Plan(config).pairs):
+        raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+    if train.get("early_stopping") and not config.get("flores_eval"):
+        raise ConfigError(f"{source}: train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
+    flores = config.get("flores_eval")
+    if flores:
+        corpus = next((c for c in config["corpora"] if c["name"] == flores["corpus"]), None)
+        if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
+            raise ConfigError(f"{source}: flores_eval.corpus: {flores['corpus']!r} is not an N-way local corpus of "
+                              f"`corpora` ({[c['name'] for c in config['corpora']]})")
+        start, stop = flores["heldout_lines"]
+        if not 0 <= start < stop:
+            raise ConfigError(f"{source}: flores_eval.heldout_lines: need 0 <= start < stop, got {[start, stop]}")
+        if isinstance(flores["languages"], list):
+            for i, code in enumerate(flores["languages"]):
+                known(code, f"flores_eval.languages[{i}]")
+                if not getattr(languages.get(code), corpus.get("code_column", "flores"), ""):
+                    raise ConfigError(f"{source}: flores_eval.languages[{i}]: {code!r} has no FLORES code in languages.tsv")
+        for i, code in enumerate(flores["curves"]["languages"]):
+            if code not in corpus["languages"] or code == "eng":
+                raise ConfigError(f"{source}: flores_eval.curves.languages[{i}]: {code!r} must be a non-English "
+                                  f"language of corpus {corpus['name']!r} (its held-out lines are binarized)")
+        if "eng" not in corpus["languages"] and "eng" not in config["targets"]:
+            raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
+
+
+def _check_models(config: dict, source: str, origin: Origin, known) -> None:
+    """nway_data and the models of `models` (their schema is checked per family already). Errors name
+    the file and line of the key."""
+    def fail(path: list, message: str):
+        raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {message}")
+
+    corpora = {c["name"]: c for c in config["corpora"]}
+    for name, data in config.get("nway_data", {}).items():
+        refs = [(["corpus"], data["corpus"])] + ([(["valid", "corpus"], data["valid"]["corpus"])]
+                                                  if "corpus" in data["valid"] else [])
+        for key, ref in refs:
+            corpus = corpora.get(ref)
+            if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
+                fail(["nway_data", name, *key], f"{ref!r} is not an N-way local corpus of `corpora` ({sorted(corpora)})")
+            absent = [code for code in data["languages"] if code not in corpus["languages"]]
+            if absent:
+                fail(["nway_data", name, "languages"], f"{absent} not among the languages of corpus {ref!r}")
+        if "heldout_lines" in data["valid"]:
+            start, stop = data["valid"]["heldout_lines"]
+            if not 0 <= start < stop:
+                fail(["nway_data", name, "valid", "heldout_lines"], f"need 0 <= start < stop, got {[start, stop]}")
+        for i, code in enumerate(data["languages"]):
+            known(code, f"nway_data.{name}.languages[{i}]")
+    laser_models = set(Plan(config).variant_aliases) if "model" in config else set()
+    for name, model in config.get("models", {}).items():
+        if name in laser_models:
+            fail(["models", name], f"the name of a LASER model of this run (results/<run>/models/{name}/)")
+        if model["family"] != "multienc":
+            continue
+        data = config.get("nway_data", {}).get(model["data"])
+        if data is None:
+            fail(["models", name, "data"], f"{model['data']!r} is not an nway_data entry "
+                                            f"({sorted(config.get('nway_data', {}))})")
+        paths = model["paths"]
+        targets = paths["sources"] if paths["targets"] == "all" else paths["targets"]
+        for key, codes in (("sources", paths["sources"]), ("targets", targets)):
+            absent = [code for code in codes if code not in data["languages"]]
+            if absent:
+                fail(["models", name, "paths", key], f"{absent} not among the languages of "
+                                                      f"nway_data.{model['data']} {data['languages']}")
+        try:
+            from laser_repro.models.multienc.paths import TrainingPaths
+
+            TrainingPaths(paths)
+        except ValueError as err:
+            fail(["models", name, "paths"], str(err))
+
+
+def load(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read a YAML config, apply top-level overrides (as `snakemake --config k=v` does), validate.
+    Errors name the file, the line and the key."""
+    config = read_yaml(path)
+    config.update(overrides or {})
+    return validate(config, origin=Origin((Path(path),), dict(overrides or {})))
+
+
+# ---- Snakemake: the config of a run ------------------------------------------------------------
+
+def snakemake_default_configfile(workflow, path: str) -> None:
+    """The Snakefile's default config file, loaded only when no --configfile is given.
+
+    Snakemake's `configfile:` would deep-merge a --configfile into the default file, so a run of
+    config/paper.yaml would inherit every key of config/small.yaml that paper.yaml lacks; here a
+    --configfile replaces the default. A YAML syntax error names the file, line and column (Snakemake's
+    own message names neither)."""
+    if workflow.overwrite_configfiles:
+        return
+    if os.path.exists(path):
+        read_yaml(path)
+    workflow.configfile(path)
+
+
+def snakemake_origin(workflow) -> Origin:
+    """The config files of a Snakemake run (the default one or the --configfile(s)) and its --config."""
+    settings = getattr(workflow, "config_settings", None)
+    return Origin(tuple(getattr(workflow, "configfiles", ()) or ()), dict(getattr(settings, "config", None) or {}))
+
+
+def validate_snakemake(workflow, config: dict) -> dict:
+    """`validate` for the Snakefile: errors name the config file and line, or the --config override."""
+    return validate(config, origin=snakemake_origin(workflow))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m laser_repro.config FILE... [--set KEY=VALUE...]``: check config files (YAML syntax,
+    schema, semantics) without Snakemake; Snakemake's own message for a --configfile that is not valid
+    YAML names neither the file nor the line."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m laser_repro.config", description=main.__doc__)
+    p.add_argument("files", nargs="+")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
+                   help="top-level override, as snakemake --config (value parsed as YAML)")
+    a = p.parse_args(argv)
+    overrides = {}
+    for item in a.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            p.error(f"--set {item!r}: expected KEY=VALUE")
+        overrides[key] = yaml.safe_load(value)
+    status = 0
+    for f in a.files:
+        try:
+            load(f, overrides)
+        except ConfigError as err:
+            print(err, file=sys.stderr)
+            status = 1
+        else:
+            print(f"{f}: ok")
+    return status

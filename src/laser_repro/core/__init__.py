@@ -1,0 +1,1 @@
+"""Shared plumbing: text I/O, downloads, archives, the language registry, process launch."""

@@ -1,0 +1,499 @@
+"""Robust file downloads for the pipeline (corpora, test sets, tarballs).
+
+Main entry point: :func:`fetch`.
+
+* ``http://`` / ``https://`` URLs are streamed with :mod:`urllib` in 1 MiB chunks
+  (tqdm progress bar on stderr); ``file://`` URLs and plain local paths are copied.
+* Data is written to ``<dest>.part`` and only renamed to ``dest`` (atomically, with
+  :func:`os.replace`) once it has been verified:
+
+  - the byte count against ``Content-Length`` when the server sends one
+    (a short transfer is retried),
+  - the byte count against ``size`` when given,
+  - the SHA-256 digest against ``sha256`` when given,
+  - the archive itself, by the name of ``dest`` (:func:`verify_archive`): a ``.zip`` must open
+    and its members pass their CRC check, a tar (``.tar``, ``.tar.gz``, ``.tgz``, ...) must list
+    to its end, a ``.gz`` / ``.bz2`` / ``.xz`` file must decompress; otherwise
+    :class:`CorruptDownloadError` names the URL and the reason (not retried: a complete transfer
+    of a broken file; the server or mirror copy needs fixing), and nothing is cached at ``dest``.
+
+* Connection errors, timeouts, HTTP 5xx / 408 / 425 / 429 and truncated transfers are
+  retried with exponential backoff (``backoff * 2**k`` seconds before retry ``k + 1``,
+  capped at :data:`MAX_BACKOFF`).  Other HTTP errors (404 in particular) fail at once.
+* A checksum mismatch of a *complete* file (its length was verified) is **not** retried:
+  the server would send the same bytes again, so the mismatch means the upstream file
+  changed or the pinned checksum is wrong, which needs a human decision.
+  :class:`ChecksumMismatchError` names the URL, the expected and the actual digest.
+* A missing local source (plain path or ``file://``, e.g. a file absent from a mirror directory)
+  raises :class:`NotFoundError`, as an HTTP 404 does.
+* On any failure the ``.part`` file is removed and ``dest`` does not exist, so a failed
+  download never leaves a complete-looking file behind.  A pre-existing ``dest`` that
+  cannot be verified (no ``sha256`` given, or a wrong digest) is deleted before the new
+  download starts; one whose digest matches ``sha256`` is kept and nothing is downloaded.
+
+:func:`resolve_mirror` maps URLs below a public base URL onto a local mirror directory
+or another URL prefix with the same relative layout (e.g. the OPUS object-store layout
+``OPUS-{corpus}/{version}/moses/{l1}-{l2}.txt.zip``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+__all__ = [
+    "DownloadError",
+    "ChecksumMismatchError",
+    "CorruptDownloadError",
+    "NotFoundError",
+    "verify_archive",
+    "fetch",
+    "fetch_with_record",
+    "sha256_file",
+    "resolve_mirror",
+    "is_url",
+    "join_parts",
+]
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 1 << 20
+#: Upper bound (seconds) for a single backoff sleep.
+MAX_BACKOFF = 120.0
+#: HTTP status codes that are worth retrying (besides every 5xx).
+RETRY_STATUS = frozenset({408, 425, 429})
+USER_AGENT = "laser-repro-downloader/0.1 (+https://github.com/facebookresearch/LASER reproduction)"
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class DownloadError(RuntimeError):
+    """A download failed for good (after retries, or with a non-retryable error)."""
+
+
+class ChecksumMismatchError(DownloadError):
+    """The downloaded bytes do not have the expected SHA-256 digest."""
+
+    def __init__(self, url: str, expected: str, got: str, nbytes: int):
+        self.url, self.expected, self.got, self.nbytes = url, expected, got, nbytes
+        super().__init__(
+            f"SHA-256 mismatch for {url}: expected {expected}, got {got} "
+            f"({nbytes} bytes received). Not retried: the transfer was complete, so either "
+            f"the upstream file changed or the pinned checksum is wrong."
+        )
+
+
+class NotFoundError(DownloadError):
+    """The file does not exist at its source: an HTTP 404, or a local path / mirror file that is missing."""
+
+
+class CorruptDownloadError(DownloadError):
+    """The downloaded bytes are not a readable archive of the kind ``dest`` names (zip, tar, gzip...)."""
+
+
+class _Retryable(Exception):
+    """Internal: a transient failure of one attempt."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = CHUNK_SIZE) -> str:
+    """Hex SHA-256 digest of a file, computed in streaming fashion."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk_size)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_url(s: str | os.PathLike) -> bool:
+    """True for strings of the form ``scheme://...`` (http, https, file, ...)."""
+    return isinstance(s, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", s) is not None
+
+
+def _local_source(url: str | os.PathLike) -> Path | None:
+    """Path of a local source (``file://`` URL or plain path), or None for remote URLs."""
+    if isinstance(url, os.PathLike):
+        return Path(url)
+    if not is_url(url):
+        return Path(url).expanduser()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise DownloadError(f"{url}: file:// URLs with a remote host are not supported")
+        return Path(urllib.request.url2pathname(parts.path))
+    return None
+
+
+def resolve_mirror(url: str, mirror: str | os.PathLike | None, base_url: str) -> str:
+    """Map ``url`` onto ``mirror`` if it lies below ``base_url``.
+
+    ``mirror`` is either a local directory (plain path) or a URL prefix
+    (``http://host/path``, ``file:///dir``).  The part of ``url`` after ``base_url`` is
+    appended to it unchanged, so the mirror must replicate the upstream layout::
+
+        resolve_mirror("https://object.pouta.csc.fi/OPUS-Tatoeba/v2/moses/de-en.txt.zip",
+                       "/data/opus", "https://object.pouta.csc.fi")
+        -> "/data/opus/OPUS-Tatoeba/v2/moses/de-en.txt.zip"
+
+    With no mirror configured (None or ""), or for a URL outside ``base_url``, ``url`` is
+    returned unchanged.  For a local-directory mirror the relative part is URL-decoded
+    (``%20`` -> space) and its query string dropped; ``..`` components are rejected.
+    """
+    if mirror is None or str(mirror) == "":
+        return url
+    base = base_url.rstrip("/")
+    if url == base or not url.startswith(base + "/"):
+        return url
+    rel = url[len(base) + 1 :]
+    mirror_s = os.fspath(mirror)
+    if is_url(mirror_s):
+        return mirror_s.rstrip("/") + "/" + rel
+    rel_path = urllib.parse.unquote(urllib.parse.urlsplit(rel).path)
+    parts = [p for p in rel_path.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise DownloadError(f"refusing to map {url!r} into mirror {mirror_s!r}: '..' in path")
+    return str(Path(mirror_s).expanduser().joinpath(*parts))
+
+
+def _progress_bar(total: int | None, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # progress is cosmetic; never fail because of it
+        return None
+    return tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=desc,
+        file=sys.stderr,
+        leave=False,
+        dynamic_ncols=True,
+    )
+
+
+def _copy_stream(src, dst, total: int | None, desc: str, progress: bool) -> tuple[int, str]:
+    """Copy a binary stream to a binary file; return (bytes, sha256 hex)."""
+    h = hashlib.sha256()
+    n = 0
+    bar = _progress_bar(total, desc, progress)
+    try:
+        while True:
+            block = src.read(CHUNK_SIZE)
+            if not block:
+                break
+            dst.write(block)
+            h.update(block)
+            n += len(block)
+            if bar is not None:
+                bar.update(len(block))
+    finally:
+        if bar is not None:
+            bar.close()
+    return n, h.hexdigest()
+
+
+def _normalise_sha(sha256: str | None) -> str | None:
+    if sha256 is None:
+        return None
+    s = sha256.strip().lower()
+    if s.startswith("sha256:"):
+        s = s[len("sha256:") :]
+    if not _HEX64.match(s):
+        raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
+    return s
+
+
+def _unlink(p: Path) -> None:
+    try:
+        p.unlink()
+    except FileNotFoundError:
+        pass
+
+
+# --------------------------------------------------------------------------- archive check
+
+
+_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+
+
+def verify_archive(path: str | os.PathLike, name: str | None = None) -> str | None:
+    """Check that ``path`` reads as the archive its ``name`` (default: the file name) says.
+
+    ``.zip``: opens, and every member passes its CRC check; tar (:data:`_TAR_SUFFIXES`): every
+    entry lists and its data reads to the end; ``.gz`` / ``.bz2`` / ``.xz``: decompresses to the
+    end.  Returns the kind checked (``"zip"``, ``"tar"``, ``"gzip"``...) or None for other names;
+    raises :class:`CorruptDownloadError` (message: what is wrong, without the URL) otherwise."""
+    import bz2
+    import gzip
+    import lzma
+    import tarfile
+    import zipfile
+    import zlib
+
+    from laser_repro.core.archives import TAR_ERRORS, ZIP_ERRORS
+
+    path = Path(path)
+    low = (name or path.name).lower()
+    if low.endswith(".zip"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                bad = zf.testzip()
+        except ZIP_ERRORS as e:
+            raise CorruptDownloadError(f"not a valid zip archive (truncated or corrupt): {e}") from e
+        if bad is not None:
+            raise CorruptDownloadError(f"not a valid zip archive: member {bad!r} fails its CRC check")
+        return "zip"
+    if low.endswith(_TAR_SUFFIXES):
+        entries = 0
+        try:
+            with tarfile.open(path, mode="r|*") as tf:
+                for info in tf:
+                    entries += 1
+                    if info.isfile():
+                        tf.extractfile(info).read()  # streams the compressed data through its checks
+        except TAR_ERRORS as e:
+            raise CorruptDownloadError(f"not a valid tar archive (truncated or corrupt after {entries} "
+                                       f"entries): {e}") from e
+        if entries == 0:
+            raise CorruptDownloadError("not a valid tar archive: it has no entries")
+        return "tar"
+    openers = {".gz": ("gzip", gzip.open), ".bz2": ("bzip2", bz2.open), ".xz": ("xz", lzma.open)}
+    for suffix, (kind, opener) in openers.items():
+        if low.endswith(suffix):
+            try:
+                with opener(path, "rb") as f:
+                    while f.read(CHUNK_SIZE):
+                        pass
+            except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:
+                raise CorruptDownloadError(f"not a valid {kind} file (truncated or corrupt): {e}") from e
+            return kind
+    return None
+
+
+# --------------------------------------------------------------------------- attempts
+
+
+def _attempt_local(src: Path, part: Path, url: str, progress: bool, desc: str) -> tuple[int, str]:
+    if not src.exists():
+        raise NotFoundError(f"{url}: local source file does not exist ({src})")
+    if not src.is_file():
+        raise DownloadError(f"{url}: local source is not a regular file ({src})")
+    total = src.stat().st_size
+    with open(src, "rb") as fin, open(part, "wb") as fout:
+        n, digest = _copy_stream(fin, fout, total, desc, progress)
+        fout.flush()
+        os.fsync(fout.fileno())
+    if n != total:
+        raise DownloadError(f"{url}: copied {n} bytes but the source has {total} (file changed while copying?)")
+    return n, digest
+
+
+def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: str) -> tuple[int, str, int | None]:
+    """One HTTP(S) attempt; returns (bytes, sha256, content_length). Raises _Retryable or DownloadError."""
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
+    try:
+        resp = urllib.request.urlopen(req, timeout=timeout)
+    except urllib.error.HTTPError as e:
+        e.close()
+        if e.code >= 500 or e.code in RETRY_STATUS:
+            raise _Retryable(f"HTTP {e.code} {e.reason}") from e
+        if e.code == 404:
+            raise NotFoundError(
+                f"{url}: HTTP 404 Not Found - the file does not exist on the server "
+                f"(check corpus name, version and language pair, or the mirror setting)"
+            ) from e
+        raise DownloadError(f"{url}: HTTP {e.code} {e.reason}") from e
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+        reason = getattr(e, "reason", e)
+        raise _Retryable(f"connection failed: {reason}") from e
+
+    with resp:
+        cl_header = resp.headers.get("Content-Length")
+        try:
+            content_length = int(cl_header) if cl_header is not None else None
+        except ValueError:
+            content_length = None
+        try:
+            with open(part, "wb") as fout:
+                n, digest = _copy_stream(resp, fout, content_length, desc, progress)
+                fout.flush()
+                os.fsync(fout.fileno())
+        except (OSError, http.client.HTTPException) as e:
+            # socket errors, timeouts (TimeoutError is an OSError), IncompleteRead, ...
+            # A local disk-full error is also an OSError; it will fail again on retry and
+            # then be reported with its message, which is acceptable.
+            raise _Retryable(f"transfer interrupted: {e!r}") from e
+    if content_length is not None and n != content_length:
+        raise _Retryable(f"truncated transfer: received {n} of {content_length} bytes (Content-Length)")
+    return n, digest, content_length
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def fetch_with_record(
+    url: str | os.PathLike,
+    dest: str | os.PathLike,
+    *,
+    sha256: str | None = None,
+    size: int | None = None,
+    retries: int = 5,
+    backoff: float = 2.0,
+    timeout: float = 60,
+    progress: bool = True,
+) -> dict:
+    """Download ``url`` (http/https/file URL or local path) to ``dest``; return a provenance record
+    for logging::
+
+        {"url": str, "dest": str, "sha256": str, "bytes": int,
+         "skipped": bool,   # True when an existing dest matched ``sha256``
+         "attempts": int,   # 0 when skipped
+         "seconds": float}
+
+    ``retries`` is the number of *additional* attempts after the first one for transient
+    failures (so at most ``retries + 1`` requests); the k-th retry waits
+    ``backoff * 2**(k-1)`` seconds (capped at :data:`MAX_BACKOFF`).  ``timeout`` is the
+    socket timeout in seconds.  See the module docstring for the verification and
+    cleanup guarantees.  Raises :class:`DownloadError` (or its subclass
+    :class:`ChecksumMismatchError`).
+    """
+    t0 = time.monotonic()
+    url_s = os.fspath(url)
+    dest = Path(dest)
+    want_sha = _normalise_sha(sha256)
+    if retries < 0:
+        raise ValueError("retries must be >= 0")
+
+    if dest.exists():
+        if want_sha is not None and dest.is_file():
+            have = sha256_file(dest)
+            nbytes = dest.stat().st_size
+            if have == want_sha and (size is None or nbytes == size):
+                log.info("%s already present with the expected SHA-256; skipping download", dest)
+                return {"url": url_s, "dest": str(dest), "sha256": have, "bytes": nbytes,
+                        "skipped": True, "attempts": 0, "seconds": time.monotonic() - t0}
+            log.warning("%s exists but does not match the expected SHA-256; downloading again", dest)
+        elif dest.is_dir():
+            raise DownloadError(f"destination {dest} is a directory")
+        # Unverifiable or wrong: remove so that a failure below leaves nothing behind.
+        _unlink(dest)
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_suffix(dest.suffix + ".part")
+    desc = dest.name
+    attempts = 0
+    ok = False
+    try:
+        local = _local_source(url)
+        if local is not None:
+            attempts = 1
+            nbytes, digest = _attempt_local(local, part, url_s, progress, desc)
+        else:
+            scheme = urllib.parse.urlsplit(url_s).scheme.lower()
+            if scheme not in ("http", "https"):
+                raise DownloadError(f"{url_s}: unsupported URL scheme {scheme!r}")
+            while True:
+                attempts += 1
+                try:
+                    nbytes, digest, content_length = _attempt_http(url_s, part, timeout, progress, desc)
+                    if size is not None and nbytes < size and content_length is None:
+                        # No Content-Length: a short body may be a dropped connection.
+                        raise _Retryable(f"truncated transfer: received {nbytes} of {size} expected bytes")
+                    break
+                except _Retryable as e:
+                    _unlink(part)
+                    if attempts > retries:
+                        raise DownloadError(
+                            f"{url_s}: giving up after {attempts} attempt(s); last error: {e}"
+                        ) from e
+                    delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
+                    log.warning("download of %s failed (attempt %d/%d): %s; retrying in %.1fs",
+                                url_s, attempts, retries + 1, e, delay)
+                    if delay > 0:
+                        time.sleep(delay)
+
+        if size is not None and nbytes != size:
+            raise DownloadError(f"{url_s}: size mismatch: expected {size} bytes, got {nbytes}")
+        if want_sha is not None and digest != want_sha:
+            raise ChecksumMismatchError(url_s, want_sha, digest, nbytes)
+        try:  # before the rename: a broken archive must not be cached (the next run would reuse it)
+            verify_archive(part, dest.name)
+        except CorruptDownloadError as e:
+            raise CorruptDownloadError(
+                f"{url_s}: the downloaded file ({nbytes} bytes) is {e}; nothing was saved at {dest}. "
+                f"The copy on the server or mirror is broken: fix it (or the URL) and rerun") from e
+        os.replace(part, dest)
+        ok = True
+    finally:
+        if not ok:
+            _unlink(part)
+    log.info("fetched %s -> %s (%d bytes, sha256 %s)", url_s, dest, nbytes, digest)
+    return {"url": url_s, "dest": str(dest), "sha256": digest, "bytes": nbytes,
+            "skipped": False, "attempts": attempts, "seconds": time.monotonic() - t0}
+
+
+def fetch(url: str | os.PathLike, dest: str | os.PathLike, **options) -> Path:
+    """Download ``url`` (http/https/file URL or local path) to ``dest`` and return ``dest``.
+
+    ``options``: those of :func:`fetch_with_record` (``sha256``, ``size``, ``retries``, ``backoff``,
+    ``timeout``, ``progress``), which does the work."""
+    return Path(fetch_with_record(url, dest, **options)["dest"])
+
+
+def join_parts(parts: Sequence[str | os.PathLike], dest: str | os.PathLike, *, sha256: str | None = None) -> Path:
+    """An archive published in parts (the UN corpus's ``UNv1.0.6way.tar.gz.00`` .. ``.03``): the
+    downloaded parts concatenated in order into ``dest``, which appears only once the whole reads as
+    the archive its name says (and has ``sha256``, when given)."""
+    import shutil
+
+    dest = Path(dest)
+    tmp = dest.with_name(dest.name + ".joining")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(tmp, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, CHUNK_SIZE)
+        try:
+            verify_archive(tmp, dest.name)
+        except CorruptDownloadError as e:
+            raise CorruptDownloadError(f"{dest} joined from {', '.join(map(str, parts))}: {e}") from None
+        expected = _normalise_sha(sha256)
+        if expected:
+            got = sha256_file(tmp)
+            if got != expected:
+                raise CorruptDownloadError(f"{dest} joined from {len(parts)} parts: sha256 {got}, expected {expected}")
+        os.replace(tmp, dest)
+    finally:
+        _unlink(tmp)
+    return dest
+
+
+def cmd_join_parts(a) -> None:
+    log.info("joined %s", join_parts(a.parts, a.output, sha256=a.sha256))
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("join-parts", help="concatenate a downloaded multi-part archive and verify it")
+    s.add_argument("--parts", nargs="+", required=True, help="the parts, in order")
+    s.add_argument("--output", required=True)
+    s.add_argument("--sha256", help="of the joined archive")
+    s.set_defaults(func=cmd_join_parts)

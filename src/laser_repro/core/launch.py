@@ -1,0 +1,252 @@
+"""How training processes are started: one process, several on one machine (torchrun), or one
+per task of a SLURM job step (srun), and how a preempted run reports itself.
+
+Roles of ``laser-repro train``:
+
+* **launcher** (what a Snakemake rule runs): decides the world size and starts the workers --
+  in-process when there is one, ``torchrun --standalone`` for several on this node, ``srun``
+  (Snakemake's ``mpi`` resource) for one per task of the SLURM allocation, any number of nodes;
+* **worker**: one rank; reads its rank from the environment torchrun or srun set.
+
+The world size never changes the optimisation: ``update_freq`` is recomputed so that
+``max_tokens x world_size x update_freq`` stays the configured tokens per update.
+
+Stopping early: on SIGTERM / SIGUSR1 (preemption, ``scancel --signal``) and, inside a SLURM job,
+a few minutes before its time limit, workers save ``checkpoint_last.pt`` at the next update
+boundary and exit with :data:`EXIT_PREEMPTED`; rerunning the rule resumes from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+#: exit status of a training run that saved its state and stopped early (EX_TEMPFAIL)
+EXIT_PREEMPTED = 75
+
+#: signals that ask training to checkpoint and stop
+PREEMPTION_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+@dataclass(frozen=True)
+class Rank:
+    """Where this process sits in the training job."""
+
+    world_size: int = 1
+    rank: int = 0
+    local_rank: int = 0
+    master_addr: str = "127.0.0.1"
+    master_port: int = 0
+    source: str = "single"  # single | torchrun | srun
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_master(self) -> bool:
+        return self.rank == 0
+
+
+def update_freq_for(tokens_per_update: int, max_tokens: int, world_size: int) -> int:
+    """Gradient-accumulation steps so that ``max_tokens * world_size * update_freq`` is at least
+    the planned tokens per update (equal when it divides)."""
+    if tokens_per_update < 1 or max_tokens < 1 or world_size < 1:
+        raise ValueError(f"tokens_per_update={tokens_per_update}, max_tokens={max_tokens}, "
+                         f"world_size={world_size} must all be positive")
+    return max(1, -(-tokens_per_update // (max_tokens * world_size)))
+
+
+def _first_slurm_host(nodelist: str) -> str:
+    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], check=True,
+                         capture_output=True, text=True).stdout.split()
+    if not out:
+        raise RuntimeError(f"scontrol show hostnames {nodelist!r} printed no host")
+    return out[0]
+
+
+def slurm_port(job_id: str) -> int:
+    """A rendezvous port derived from the SLURM job id (all tasks agree without talking)."""
+    return 20000 + int(job_id) % 20000
+
+
+def worker_rank(environ: Optional[Mapping[str, str]] = None) -> Rank:
+    """The rank of a worker, from torchrun's variables or from an ``srun`` step's."""
+    env = os.environ if environ is None else environ
+    if all(k in env for k in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")):
+        return Rank(int(env["WORLD_SIZE"]), int(env["RANK"]), int(env.get("LOCAL_RANK", 0)),
+                    env["MASTER_ADDR"], int(env["MASTER_PORT"]), "torchrun")
+    tasks = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS")
+    if "SLURM_PROCID" in env and tasks and int(tasks) > 1:
+        nodelist = env.get("SLURM_STEP_NODELIST") or env["SLURM_JOB_NODELIST"]
+        return Rank(int(tasks), int(env["SLURM_PROCID"]), int(env.get("SLURM_LOCALID", 0)),
+                    _first_slurm_host(nodelist), slurm_port(env["SLURM_JOB_ID"]), "srun")
+    return Rank()
+
+
+def slurm_job_geometry(job_id: str) -> dict:
+    """``{"tasks", "nodes", "cpus"}`` of a SLURM job, from ``scontrol show job``."""
+    text = subprocess.run(["scontrol", "show", "job", str(job_id)], check=True,
+                          capture_output=True, text=True).stdout
+    fields = dict(item.split("=", 1) for item in text.split() if "=" in item)
+    try:
+        return {"tasks": int(fields["NumTasks"]), "nodes": int(fields["NumNodes"].split("-")[0]),
+                "cpus": int(fields["NumCPUs"])}
+    except (KeyError, ValueError) as err:
+        raise RuntimeError(f"scontrol show job {job_id}: no NumTasks/NumNodes/NumCPUs in {text!r}") from err
+
+
+def parse_slurm_duration(text: str) -> Optional[int]:
+    """Seconds of a SLURM duration (``[D-]HH:MM:SS``, ``MM:SS``, ``MM``); None for
+    ``UNLIMITED`` / ``NOT_SET`` / ``INVALID``."""
+    text = text.strip()
+    if text.upper() in {"UNLIMITED", "NOT_SET", "INVALID", ""}:
+        return None
+    days, _, clock = text.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    if len(parts) == 1:
+        h, m, sec = 0, parts[0], 0
+    elif len(parts) == 2:
+        h, m, sec = 0, parts[0], parts[1]
+    elif len(parts) == 3:
+        h, m, sec = parts
+    else:
+        raise ValueError(f"not a SLURM duration: {text!r}")
+    return ((int(days) if days else 0) * 24 + h) * 3600 + m * 60 + sec
+
+
+def slurm_time_left(job_id: str) -> Optional[int]:
+    """Seconds until the job's time limit (``squeue -o %L``); None when unlimited."""
+    out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-o", "%L"], check=True,
+                         capture_output=True, text=True).stdout
+    return parse_slurm_duration(out.splitlines()[0] if out.strip() else "")
+
+
+def local_world_size(cpu_processes: int) -> int:
+    """Processes to start on this machine: one per visible GPU, else ``cpu_processes``."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    return gpus if gpus > 0 else max(1, int(cpu_processes))
+
+
+def worker_command(worker_argv: Sequence[str]) -> list[str]:
+    """The interpreter arguments that run ``laser-repro train <worker_argv>`` as a worker."""
+    return ["-m", "laser_repro.cli", "train", *worker_argv, "--launcher", "worker"]
+
+
+def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
+                   job: Optional[Mapping[str, int]] = None) -> int:
+    """Start the workers of a multi-process run and wait; returns the launcher's exit status.
+
+    ``launcher``: ``"torchrun"`` (``world_size`` processes on this machine) or ``"srun"`` (one per
+    task of the SLURM allocation; ``job``: its :func:`slurm_job_geometry`). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
+    the workers, which checkpoint and stop. If this process dies without passing anything on
+    (SIGKILL), torchrun / srun get SIGKILL from the kernel (Linux), and with them torchrun's workers;
+    srun's tasks end with their SLURM step / job.
+    """
+    from laser_repro.models import training_guard
+
+    worker = worker_command(worker_argv)
+    env = None
+    if launcher == "srun":
+        # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
+        # start one task): pass the geometry of the job itself (from the caller)
+        if job is None:
+            raise ValueError("srun needs the job geometry (slurm_job_geometry)")
+        cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={job['tasks']}", f"--nodes={job['nodes']}",
+               f"--cpus-per-task={max(1, job['cpus'] // job['tasks'])}", sys.executable, *worker]
+    elif launcher == "torchrun":
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc-per-node={world_size}", *worker]
+        # each worker checks that torchrun's parent is still this process (training_guard.die_with_parent)
+        env = dict(os.environ, **{training_guard.LAUNCHER_PID_ENV: str(os.getpid())})
+    else:
+        raise ValueError(f"unknown launcher {launcher!r} (torchrun or srun)")
+
+    children: list[subprocess.Popen] = []
+    pending: list[int] = []
+
+    def forward(signum, _frame):
+        signum = signal.SIGTERM if signum == signal.SIGINT else signum
+        if not children:
+            pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(children[0].pid, signum)
+
+    previous = {s: signal.signal(s, forward) for s in (*PREEMPTION_SIGNALS, signal.SIGINT)}
+    try:
+        # torchrun's agent has no SIGUSR1 handler and would die of it; the workers install
+        # their own. An ignored disposition is inherited through fork and exec (a handler is
+        # not). srun keeps its own: it passes SIGUSR1 on to the tasks.
+        if launcher == "torchrun":
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        try:
+            # its own session: our signals reach it by process group, a terminal's Ctrl-C does
+            # not; SIGKILL when this process dies (a killed launcher must not leave workers)
+            children.append(subprocess.Popen(
+                cmd, env=env, start_new_session=True,
+                preexec_fn=training_guard.die_with_parent_preexec(os.getpid())))
+        finally:
+            signal.signal(signal.SIGUSR1, forward)
+        for signum in pending:
+            forward(signum, None)
+        return children[0].wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+class PreemptionFlag:
+    """Set by SIGTERM / SIGUSR1 while installed, or by passing ``deadline`` (``time.time()``
+    seconds); polled at every update boundary."""
+
+    def __init__(self, deadline: Optional[float] = None):
+        self.signal_number: Optional[int] = None
+        self.deadline = deadline
+        self._previous = {}
+
+    def _handle(self, signum, _frame):
+        self.signal_number = signum
+
+    def __enter__(self):
+        for s in PREEMPTION_SIGNALS:
+            self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+        self._previous.clear()
+        return False
+
+    @property
+    def requested(self) -> bool:
+        return self.signal_number is not None or (self.deadline is not None and time.time() >= self.deadline)
+
+    @property
+    def reason(self) -> Optional[str]:
+        if self.signal_number is not None:
+            return signal.Signals(self.signal_number).name
+        if self.deadline is not None and time.time() >= self.deadline:
+            return "time limit"
+        return None
+
+
+def training_deadline(margin_s: int, environ: Optional[Mapping[str, str]] = None) -> Optional[float]:
+    """Inside a SLURM job with a time limit: the time at which to checkpoint and stop, ``margin_s``
+    before the limit. Snakemake's job steps do not pass SLURM's ``--signal`` warning on to a
+    rule's processes reliably, so workers watch the clock themselves."""
+    env = os.environ if environ is None else environ
+    job_id = env.get("SLURM_JOB_ID")
+    if not job_id or margin_s <= 0:
+        return None
+    left = slurm_time_left(job_id)
+    return None if left is None else time.time() + left - margin_s

@@ -1,0 +1,236 @@
+"""Command line of the training data: bitext extraction (``extract``), Moses preprocessing
+(``preprocess``), the joint BPE (``bpe-count``, ``bpe-learn``, ``bpe-dict``, ``bpe-apply``),
+fairseq binarization (``binarize``, ``binarize-valid``) and the Moses + BPE of evaluation text
+(``prepare-text``; :func:`prepare_text_file` also serves ``laser-repro embed --codes``).
+
+Heavy imports (fairseq) happen inside the commands that need them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from laser_repro.core.textio import write_json
+
+log = logging.getLogger("laser_repro")
+
+
+def _preprocessor(code: str, lowercase: bool):
+    from laser_repro.core import languages
+    from laser_repro.data.preprocess import TextPreprocessor
+
+    lang = languages.get(code)
+    return TextPreprocessor(lang.moses, segmenter=lang.segmenter or None, romanize=bool(lang.romanize),
+                            lowercase=lowercase)
+
+
+def cmd_extract(a):
+    from laser_repro.data import corpora
+
+    exclude = corpora.load_tatoeba_test_files(*a.exclude_tatoeba) if a.exclude_tatoeba else None
+    common = dict(first_n=a.first_n, max_pairs=a.max_pairs, max_chars=a.max_chars, max_ratio=a.max_ratio,
+                  exclude=exclude, seed=a.seed)
+    if a.opus_zip:
+        stats = corpora.extract_opus_moses(a.opus_zip, a.opus_corpus, a.src_code, a.tgt_code,
+                                           a.out_src, a.out_tgt, **common)
+        sources = [f"{a.opus_zip}:{m}" for m in corpora.opus_moses_members(a.opus_corpus, a.src_code, a.tgt_code)]
+    else:
+        skip = tuple(a.skip_lines) if a.skip_lines else None
+        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, skip_lines=skip, **common)
+        sources = [a.src_file, a.tgt_file]
+    # a pair with no sentence fails here, by name (not as an empty file in training), unless allowed
+    corpora.require_sentences(stats, corpus=a.corpus or Path(a.out_src).parent.name, pair=f"{a.src}-{a.tgt}",
+                              sources=sources, absent_ok=a.absent_ok, outputs=(a.out_src, a.out_tgt),
+                              archive=a.opus_zip, max_chars=a.max_chars, max_ratio=a.max_ratio)
+    stats.update({"src": a.src, "tgt": a.tgt})
+    log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
+    write_json(a.stats, stats)
+
+
+def cmd_preprocess(a):
+    from laser_repro.data.sharding import write_shard
+
+    preprocessor = _preprocessor(a.lang, not a.keep_case)
+    start = time.perf_counter()
+    n = write_shard(a.input, a.output, int(a.shard), int(a.of), a.block_lines, preprocessor, progress=True)
+    elapsed = time.perf_counter() - start
+    log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
+
+
+def cmd_bpe_count(a):
+    from laser_repro.data import bpe
+
+    counts, stats = bpe.count_words(a.inputs, threads=a.threads, progress=True)
+    bpe.write_word_counts(counts, a.output)
+    log.info("%s: %s", a.output, json.dumps(stats))
+
+
+def cmd_bpe_learn(a):
+    from laser_repro.data import bpe
+
+    stats = bpe.learn(a.codes, a.vocab, merges=a.merges, words_path=a.words, inputs=a.inputs, threads=a.threads)
+    log.info("BPE codes %s, vocab %s: %s", a.codes, a.vocab, json.dumps(stats))
+
+
+def cmd_bpe_dict(a):
+    from laser_repro.data import bpe
+
+    stats = bpe.write_fairseq_dict(a.vocab, a.output, characters=not a.vocab_only)
+    log.info("%s: %s", a.output, json.dumps(stats))
+
+
+def cmd_bpe_apply(a):
+    from laser_repro.data import bpe
+    from laser_repro.core.textio import atomic_output
+
+    applier = bpe.BpeApplier(a.codes)
+
+    def write(out) -> int:
+        written = 0
+        for encoded in applier.encode_stream(bpe.iter_input_lines(a.inputs, a.block_lines)):
+            out.write(encoded + "\n")
+            written += 1
+        return written
+
+    if a.output == "-":
+        with open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False) as out:
+            written = write(out)
+    else:
+        with atomic_output(a.output) as out:
+            written = write(out)
+    log.info("%s: %d lines", a.output, written)
+
+
+def cmd_binarize(a):
+    from laser_repro.models.laser import fairseq_bridge
+
+    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix)
+
+
+def cmd_binarize_valid(a):
+    from laser_repro.models.laser import fairseq_bridge
+
+    for pair in a.pairs:
+        src, tgt = pair.split("-")
+        fairseq_bridge.binarize_pair(src, tgt, None, a.dict, a.dest, valid_prefix=a.prefix)
+
+
+def prepare_text_file(applier, code: str, keep_case: bool, src, dst) -> None:
+    """Moses-preprocess and BPE-encode one text file into ``dst`` (atomic), streaming."""
+    from laser_repro.core.textio import atomic_output, iter_lines
+
+    preprocessor = _preprocessor(code, not keep_case)
+    with atomic_output(dst) as out:
+        for encoded in applier.encode_stream(preprocessor(line) for line in iter_lines(src)):
+            out.write(encoded + "\n")
+    log.info("%s -> %s", src, dst)
+
+
+def cmd_prepare_text(a):
+    """Moses-preprocess and BPE-encode evaluation files, streaming (no intermediate file)."""
+    from laser_repro.data import bpe
+
+    if not (len(a.lang) == len(a.input) == len(a.output)):
+        raise SystemExit("prepare-text: give one --lang and --output per --input")
+    applier = bpe.BpeApplier(a.codes)
+    for code, src, dst in zip(a.lang, a.input, a.output):
+        prepare_text_file(applier, code, a.keep_case, src, dst)
+
+
+def add_cli(sub) -> None:
+    """Register the data commands on an argparse subparsers object."""
+    s = sub.add_parser("extract", help="extract one filtered, capped bitext (OPUS zip or local files)")
+    s.add_argument("--src", required=True)
+    s.add_argument("--tgt", required=True)
+    s.add_argument("--opus-zip")
+    s.add_argument("--opus-corpus")
+    s.add_argument("--src-code")
+    s.add_argument("--tgt-code")
+    s.add_argument("--src-file")
+    s.add_argument("--tgt-file")
+    s.add_argument("--first-n", type=int)
+    s.add_argument("--max-pairs", type=int)
+    s.add_argument("--max-chars", type=int, default=1000)
+    s.add_argument("--max-ratio", type=float)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--exclude-tatoeba", nargs=2, metavar=("XX_FILE", "ENG_FILE"))
+    s.add_argument("--skip-lines", nargs=2, type=int, metavar=("START", "STOP"),
+                   help="N-way files: leave out lines START..STOP-1 (0-based; the held-out evaluation lines)")
+    s.add_argument("--out-src", required=True)
+    s.add_argument("--out-tgt", required=True)
+    s.add_argument("--stats", required=True)
+    s.add_argument("--corpus", help="corpus name for messages (default: the directory of --out-src)")
+    s.add_argument("--absent-ok", action="store_true",
+                   help="no sentence pair left: write the empty bitext, stats 'absent': true, and warn "
+                        "(corpora with allow_absent_pairs) instead of failing")
+    s.set_defaults(func=cmd_extract)
+
+    s = sub.add_parser("preprocess", help="Moses-preprocess one shard of a corpus side")
+    s.add_argument("--lang", required=True)
+    s.add_argument("--input", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--shard", default="0")
+    s.add_argument("--of", default="1")
+    s.add_argument("--block-lines", type=int, default=10000)
+    s.add_argument("--keep-case", action="store_true")
+    s.set_defaults(func=cmd_preprocess)
+
+    s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")
+    s.add_argument("--output", required=True, help="'word count' per line, count descending")
+    s.add_argument("--threads", type=int, default=1, help="count this many files in parallel")
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.set_defaults(func=cmd_bpe_count)
+
+    s = sub.add_parser("bpe-learn", help="learn the joint BPE (fastBPE learnbpe + getvocab)")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--words", help="word frequencies written by bpe-count")
+    source.add_argument("--inputs", nargs="+", help="or the text files themselves")
+    s.add_argument("--merges", type=int, required=True, help="number of merge operations (paper: 50000)")
+    s.add_argument("--codes", required=True, help="output: fastBPE codes, 'left right count' per merge")
+    s.add_argument("--vocab", required=True, help="output: fastBPE vocab, 'token count' of the BPE'd text")
+    s.add_argument("--threads", type=int, default=1, help="with --inputs: count this many files in parallel")
+    s.set_defaults(func=cmd_bpe_learn)
+
+    s = sub.add_parser("bpe-dict", help="write the BPE vocabulary as a fairseq dictionary")
+    s.add_argument("--vocab", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--vocab-only", action="store_true",
+                   help="only the vocab's tokens (no count-0 entries for the missing forms of its characters)")
+    s.set_defaults(func=cmd_bpe_dict)
+
+    s = sub.add_parser("bpe-apply", help="apply fastBPE codes (ours or LASER's 93langs.fcodes) to tokenized text")
+    s.add_argument("--codes", required=True, help="fastBPE codes file: 'left right count' per line")
+    s.add_argument("--output", required=True, help="'-': standard output")
+    s.add_argument("--block-lines", type=int, default=10000, help="block size of sharded inputs")
+    s.add_argument("--inputs", nargs="+", required=True,
+                   help="files, concatenated; shards (NAME.KKK-of-NNN) are read back in the original order; "
+                        "'-': standard input")
+    s.set_defaults(func=cmd_bpe_apply)
+
+    s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
+    s.add_argument("--src", required=True)
+    s.add_argument("--tgt", required=True)
+    split = s.add_mutually_exclusive_group(required=True)
+    split.add_argument("--train-prefix", help="training text: PREFIX.SRC, PREFIX.TGT")
+    split.add_argument("--valid-prefix", help="held-out text (valid.* files: loss on the learning curves)")
+    s.add_argument("--dict", required=True)
+    s.add_argument("--dest", required=True)
+    s.set_defaults(func=cmd_binarize)
+
+    s = sub.add_parser("binarize-valid", help="binarize the held-out lines of several pairs (valid.*)")
+    s.add_argument("--pairs", nargs="+", required=True, help="SRC-TGT ...")
+    s.add_argument("--prefix", required=True, help="held-out text: PREFIX.LANG")
+    s.add_argument("--dict", required=True)
+    s.add_argument("--dest", required=True)
+    s.set_defaults(func=cmd_binarize_valid)
+
+    s = sub.add_parser("prepare-text", help="Moses + BPE for evaluation text")
+    s.add_argument("--codes", required=True, help="fastBPE codes file")
+    s.add_argument("--keep-case", action="store_true")
+    s.add_argument("--lang", action="append", required=True)
+    s.add_argument("--input", action="append", required=True)
+    s.add_argument("--output", action="append", required=True)
+    s.set_defaults(func=cmd_prepare_text)

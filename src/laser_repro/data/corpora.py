@@ -1,0 +1,216 @@
+"""Produce line-aligned training bitexts from raw corpora.
+
+The extractors, each writing a pair of line-aligned UTF-8 files and returning statistics:
+
+* OPUS moses zips: :func:`extract_opus_moses` and the OPUS paths and URLs (:mod:`laser_repro.data.opus`);
+* local files, optionally compressed: :func:`read_local_bitext`, and :func:`extract_nway_pair` for
+  two files of an N-way parallel corpus (here);
+* tar members (FLORES-200): :func:`extract_tar_members` (:mod:`laser_repro.data.tarballs`).
+
+What they share -- the pair filters (:class:`PairFilter`), the statistics, strict line reading,
+sub-sampling (``first_n``, ``max_pairs``), atomic outputs and the Tatoeba test sets to exclude -- is
+in :mod:`laser_repro.data.bitext`, whose docstring describes it.  Here also: the check that an
+extraction kept at least one sentence pair (:func:`require_sentences`).  The names in ``__all__``
+and the OPUS absent-pair record (``write_absent_pair_record``, ``absent_pair_url``,
+``ABSENT_MARKER``) are importable from here, as before those modules were split off.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import logging
+import lzma
+import os
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import BinaryIO
+
+from laser_repro.data.bitext import (_UNSET, _WRITE_BUFFER, CorpusError, PairFilter, _check_limit, _fresh_outputs,
+                                     _iter_lines, _lockstep, _resolve_filters, _unlink, _write_pairs, empty_stats,
+                                     load_tatoeba_test, load_tatoeba_test_files, normalize_for_exclusion)
+# ABSENT_MARKER, absent_pair_url, write_absent_pair_record: re-exported (core/cli.py and tests import them)
+from laser_repro.data.opus import (ABSENT_MARKER, OPUS_BASE_URL, absent_pair_url, extract_opus_moses,
+                                   opus_moses_members, opus_moses_path, opus_moses_url, write_absent_pair_record)
+from laser_repro.data.tarballs import FLORES200_URL, extract_tar_member, extract_tar_members, flores200_member
+
+__all__ = [
+    "CorpusError",
+    "EmptyBitextError",
+    "empty_bitext_reason",
+    "require_sentences",
+    "PairFilter",
+    "OPUS_BASE_URL",
+    "FLORES200_URL",
+    "opus_moses_path",
+    "opus_moses_url",
+    "opus_moses_members",
+    "extract_opus_moses",
+    "read_local_bitext",
+    "extract_nway_pair",
+    "normalize_for_exclusion",
+    "load_tatoeba_test",
+    "load_tatoeba_test_files",
+    "extract_tar_member",
+    "extract_tar_members",
+    "flores200_member",
+    "empty_stats",
+]
+
+log = logging.getLogger(__name__)
+
+
+class EmptyBitextError(CorpusError):
+    """An extraction kept no sentence pair, and its corpus does not allow absent pairs."""
+
+
+#: what each stats counter of a dropped pair means (``{max_chars}`` / ``{max_ratio}``: the limits)
+_DROP_REASONS = {
+    "dropped_empty": "a side empty, whitespace or control characters only",
+    "dropped_long": "a side longer than max_chars={max_chars} characters",
+    "dropped_ratio": "length ratio of the sides above max_ratio={max_ratio}",
+    "dropped_tatoeba_test": "a side in the Tatoeba test set (exclude_tatoeba_test)",
+    "dropped_max_pairs": "max_pairs sub-sampling",
+}
+
+
+def empty_bitext_reason(stats: Mapping, sources: Iterable[str] = (), *, max_chars: int | None = None,
+                        max_ratio: float | None = None) -> str | None:
+    """Why an extraction with these ``stats`` wrote no pair (None when it wrote some).
+
+    ``sources``: the names of the input files (or zip members), for the message."""
+    if stats.get("written", 0) > 0:
+        return None
+    if stats.get("absent_on_server"):
+        return f"the pair does not exist at its source: {stats['absent_on_server']}"
+    sources = list(sources)
+    names = " and ".join(sources) or "the input"
+    read, held = stats.get("read", 0), stats.get("heldout", 0)
+    if read == 0 and held:
+        return f"all {held} lines of {names} are held-out evaluation lines (--skip-lines): none is left to train on"
+    if read == 0:
+        return f"{names} contain no lines (empty file{'s' if len(sources) > 1 else ''})"
+    drops = sorted(((stats.get(k, 0), k) for k in _DROP_REASONS if stats.get(k, 0)), reverse=True)
+    how = "; ".join(f"{n} by {k} ({_DROP_REASONS[k].format(max_chars=max_chars, max_ratio=max_ratio)})"
+                    for n, k in drops)
+    return f"all {read} pairs read from {names} were removed by the filters: {how or 'none counted'}"
+
+
+def require_sentences(stats: dict, *, corpus: str, pair: str, sources: Iterable[str], absent_ok: bool,
+                      outputs: Iterable[str | os.PathLike] = (), archive: str | os.PathLike | None = None,
+                      max_chars: int | None = None, max_ratio: float | None = None) -> dict:
+    """Check that an extraction kept at least one sentence pair.
+
+    When it kept none: with ``absent_ok`` (the corpus's ``allow_absent_pairs``), mark ``stats``
+    ``"absent": True`` with ``"absent_reason"`` and log a WARNING (the empty bitext stays: training
+    leaves the pair out); otherwise delete ``outputs`` and raise :class:`EmptyBitextError` naming
+    the corpus, the pair, the input files and why nothing is left (from the stats' counters).
+    ``archive``: the OPUS zip the sources are members of (named as the record to delete when the
+    pair was recorded absent); ``allow_absent_pairs`` exists for OPUS corpora only, so the error
+    suggests it only when ``archive`` is given.  Returns ``stats``."""
+    sources = [str(x) for x in sources]
+    reason = empty_bitext_reason(stats, sources, max_chars=max_chars, max_ratio=max_ratio)
+    if reason is None:
+        return stats
+    if absent_ok:
+        stats.update(absent=True, absent_reason=reason)
+        log.warning("corpus %r, pair %s: no sentence pair extracted (%s); allow_absent_pairs: an empty "
+                    "bitext, training leaves this pair out", corpus, pair, reason)
+        return stats
+    for out in outputs:
+        _unlink(Path(out))
+    if archive is None:  # a local corpus
+        hint = (f"fix the input files (or the filters), or leave this pair out of corpus {corpus!r} "
+                "(its languages / targets)")
+    else:
+        hint = f"set allow_absent_pairs: true for corpus {corpus!r} to train without this pair"
+        if stats.get("absent_on_server"):
+            hint += f", or delete {archive} (recorded by fetch --absent-ok) to download it again"
+        else:
+            hint = "fix the input data (or the filters), or " + hint
+    raise EmptyBitextError(f"corpus {corpus!r}, pair {pair}: no sentence pair extracted: {reason}. To go on, {hint}")
+
+
+# --------------------------------------------------------------------------- local files
+
+
+def _open_local(path: Path, stack: ExitStack) -> BinaryIO:
+    """Open a local text file for binary reading; .gz/.bz2/.xz are decompressed on the fly."""
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        return stack.enter_context(gzip.open(path, "rb"))
+    if suffix == ".bz2":
+        return stack.enter_context(bz2.open(path, "rb"))
+    if suffix == ".xz":
+        return stack.enter_context(lzma.open(path, "rb"))
+    return stack.enter_context(open(path, "rb", buffering=_WRITE_BUFFER))
+
+
+_LOCAL_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
+
+
+def read_local_bitext(
+    src_path: str | os.PathLike,
+    tgt_path: str | os.PathLike,
+    out_src: str | os.PathLike,
+    out_tgt: str | os.PathLike,
+    *,
+    first_n: int | None = None,
+    max_pairs: int | None = None,
+    seed: int = 0,
+    filters: PairFilter | Mapping | None = None,
+    max_chars: int | None = _UNSET,
+    max_ratio: float | None = _UNSET,
+    exclude: set[str] | frozenset[str] | None = None,
+    progress: bool = True,
+    skip_lines: tuple[int, int] | None = None,
+) -> dict:
+    """Filter/sub-sample two line-aligned local files (optionally .gz/.bz2/.xz).
+
+    Same options, checks and stats as :func:`extract_opus_moses`; errors name the files.
+    ``skip_lines``: 0-based ``(start, stop)`` of lines left out before anything else (the
+    evaluation lines held out of an N-way corpus); stats ``heldout`` counts them.
+    """
+    src_path, tgt_path = Path(src_path), Path(tgt_path)
+    _check_limit("first_n", first_n)
+    with _fresh_outputs(out_src, out_tgt), ExitStack() as stack:
+        fsrc = _open_local(src_path, stack)
+        ftgt = _open_local(tgt_path, stack)
+        pairs = _lockstep(
+            _iter_lines(fsrc, str(src_path), _LOCAL_ERRORS),
+            _iter_lines(ftgt, str(tgt_path), _LOCAL_ERRORS),
+            str(src_path), str(tgt_path), first_n,
+        )
+        held = [0]
+        if skip_lines is not None:
+            pairs = _skip_range(pairs, skip_lines, held)
+        stats = _write_pairs(pairs, out_src, out_tgt,
+                             filters=_resolve_filters(filters, max_chars, max_ratio), exclude=exclude,
+                             max_pairs=max_pairs, seed=seed, progress=progress,
+                             desc=f"{src_path.name}|{tgt_path.name}", total=first_n)
+    if skip_lines is not None:
+        stats["heldout"] = held[0]
+    log.info("bitext %s | %s: %s", src_path, tgt_path, stats)
+    return stats
+
+
+def _skip_range(pairs: Iterable[tuple[str, str]], lines: tuple[int, int], counter: list) -> Iterator[tuple[str, str]]:
+    start, stop = (int(x) for x in lines)
+    if not 0 <= start <= stop:
+        raise ValueError(f"held-out lines must be 0 <= start <= stop, got {lines}")
+    for i, pair in enumerate(pairs):
+        if start <= i < stop:
+            counter[0] += 1
+            continue
+        yield pair
+
+
+#: A bitext of two files of an N-way parallel corpus (FLORES-200 style: one file per language, line
+#: *i* the same sentence in every language; ``skip_lines``: the held-out evaluation lines, never
+#: trained on): :func:`read_local_bitext`, under the name that says what kind of input the
+#: pipeline gives it.
+extract_nway_pair = read_local_bitext

@@ -1,0 +1,171 @@
+"""N-way parallel text, for model families that read every language of a sentence at once
+(Schwenk & Douze 2017: one encoder and one decoder per language, trained on 6-way UN text).
+
+Two steps, each a workflow rule:
+
+* ``nway-text`` (one job per language): split one language's N-way file into training lines and
+  validation lines (the held-out line range of the same file, e.g. FLORES dev 797-996, or a separate
+  dev file, e.g. the UN dev set), write the raw validation lines (the TF-IDF baseline reads them) and
+  the Moses-preprocessed lines of both splits;
+* ``nway-bpe`` (one job): the length filter on the training lines (a line index is dropped in every
+  language when one of its sentences is empty or longer than ``max_words`` tokens: the paper limits
+  training sentences to 50 words), the joint BPE learned on the kept training text, applied to both
+  splits, and the joint vocabulary ``dict.txt`` (``token count``, count descending).
+
+Line ``i`` of every language's file is the same sentence: every step keeps that alignment and
+fails naming the files when line counts differ.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+from laser_repro.core.textio import InputError, atomic_output, count_lines, iter_lines, write_json
+
+log = logging.getLogger("laser_repro")
+
+SPLITS = ("train", "valid")
+
+
+def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None = None, valid_raw=None,
+                     lowercase: bool = True) -> dict:
+    """Training and validation lines of one language: ``<out_dir>/tok/{train,valid}.<lang>`` (Moses)
+    and ``<out_dir>/raw/valid.<lang>``. Validation: lines ``heldout`` [start, stop) of ``raw``, or all
+    of ``valid_raw``; training: every other line of ``raw``."""
+    from laser_repro.data.preprocess import language_preprocessor
+
+    if (heldout is None) == (valid_raw is None):
+        raise ValueError("give either heldout lines or a validation file")
+    out_dir = Path(out_dir)
+    start, stop = heldout if heldout is not None else (0, 0)
+    preprocess = language_preprocessor(lang, lowercase=lowercase)
+    counts = {"train": 0, "valid": 0}
+    with contextlib.ExitStack() as stack:
+        tok = {s: stack.enter_context(atomic_output(out_dir / "tok" / f"{s}.{lang}")) for s in SPLITS}
+        raw_valid = stack.enter_context(atomic_output(out_dir / "raw" / f"valid.{lang}"))
+
+        def put(split: str, line: str) -> None:
+            tok[split].write(preprocess(line) + "\n")
+            counts[split] += 1
+            if split == "valid":
+                raw_valid.write(line + "\n")
+
+        for i, line in enumerate(iter_lines(raw, progress=True, desc=f"{lang} {Path(raw).name}")):
+            put("valid" if start <= i < stop else "train", line)
+        if valid_raw is not None:
+            for line in iter_lines(valid_raw, desc=f"{lang} {Path(valid_raw).name}"):
+                put("valid", line)
+        if heldout is not None and counts["valid"] != stop - start:
+            raise InputError(f"{raw}: {counts['train'] + counts['valid']} lines, so held-out lines "
+                             f"{start}-{stop - 1} are not all there")
+        for split, n in counts.items():
+            if n == 0:
+                raise InputError(f"{raw}: no {split} line for {lang} (held out {start}-{stop - 1}"
+                                 f"{'' if valid_raw is None else f', validation file {valid_raw}'})")
+    return counts
+
+
+def _aligned(files: dict[str, Path]) -> int:
+    counts = {lang: count_lines(path) for lang, path in files.items()}
+    if len(set(counts.values())) != 1:
+        raise InputError("N-way files are not line-aligned: "
+                         + ", ".join(f"{files[lang]}: {n} lines" for lang, n in counts.items()))
+    return next(iter(counts.values()))
+
+
+def _lockstep(files: dict[str, Path], progress: bool = False):
+    """Tuples of line i of every file (languages in ``files`` order)."""
+    yield from zip(*(iter_lines(path, progress=progress and k == 0) for k, path in enumerate(files.values())))
+
+
+def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int | None) -> dict:
+    """Length filter, joint BPE and vocabulary (module docstring). Writes ``<out_dir>/{train,valid}.<lang>``,
+    ``codes``, ``vocab``, ``dict.txt`` and ``stats.json``; returns the statistics."""
+    from laser_repro.data import bpe
+
+    tok_dir, out_dir = Path(tok_dir), Path(out_dir)
+    langs = list(langs)
+    files = {s: {lang: tok_dir / f"{s}.{lang}" for lang in langs} for s in SPLITS}
+    sizes = {s: _aligned(files[s]) for s in SPLITS}
+    kept_dir = out_dir / "kept"
+    kept = 0
+    too_long = empty = 0
+    with contextlib.ExitStack() as stack:
+        outs = [stack.enter_context(atomic_output(kept_dir / f"train.{lang}")) for lang in langs]
+        for lines in _lockstep(files["train"], progress=True):
+            lengths = [len(line.split()) for line in lines]
+            if min(lengths) == 0:
+                empty += 1
+            elif max_words is not None and max(lengths) > max_words:
+                too_long += 1
+            else:
+                kept += 1
+                for out, line in zip(outs, lines):
+                    out.write(line + "\n")
+    if kept == 0:
+        for lang in langs:
+            (kept_dir / f"train.{lang}").unlink(missing_ok=True)
+        kept_dir.rmdir()
+        raise InputError(f"{tok_dir}: no training line left after the length filter "
+                         f"({empty} with an empty sentence, {too_long} over {max_words} words)")
+    kept_files = [kept_dir / f"train.{lang}" for lang in langs]
+    learned = bpe.learn(out_dir / "codes", out_dir / "vocab", merges=merges, inputs=kept_files)
+    applier = bpe.BpeApplier(out_dir / "codes")
+    counts: Counter = Counter()
+    for split in SPLITS:
+        for lang in langs:
+            src = kept_dir / f"train.{lang}" if split == "train" else files[split][lang]
+            with atomic_output(out_dir / f"{split}.{lang}") as out:
+                for encoded in applier.encode_stream(iter_lines(src)):
+                    out.write(encoded + "\n")
+                    if split == "train":
+                        counts.update(encoded.split())
+    for path in kept_files:
+        path.unlink()
+    kept_dir.rmdir()
+    with atomic_output(out_dir / "dict.txt") as out:
+        for token, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            out.write(f"{token} {n}\n")
+    stats = {"languages": langs, "train_lines": sizes["train"], "kept": kept, "dropped_empty": empty,
+             "dropped_too_long": too_long, "max_words": max_words, "valid_lines": sizes["valid"],
+             "merges": merges, "dictionary": len(counts),
+             # the statistics of the merges, not their timing: the same inputs give the same file
+             "bpe": {k: v for k, v in learned.items() if not k.endswith("_seconds")}}
+    write_json(out_dir / "stats.json", stats)
+    return stats
+
+
+def cmd_text(a) -> None:
+    counts = prepare_language(a.raw, a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
+                              lowercase=not a.keep_case)
+    log.info("%s: %s", a.lang, json.dumps(counts))
+
+
+def cmd_bpe(a) -> None:
+    stats = build(a.tok_dir, a.langs, a.out_dir, merges=a.merges, max_words=a.max_words)
+    log.info("%s: %s", a.out_dir, json.dumps(stats))
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("nway-text", help="N-way data: one language's training / validation lines, Moses-preprocessed")
+    s.add_argument("--raw", required=True, help="the language's N-way file (line i = sentence i)")
+    s.add_argument("--lang", required=True)
+    s.add_argument("--out-dir", required=True, help="writes tok/{train,valid}.LANG and raw/valid.LANG")
+    valid = s.add_mutually_exclusive_group(required=True)
+    valid.add_argument("--heldout", nargs=2, type=int, metavar=("START", "STOP"),
+                       help="validation = lines START..STOP-1 (0-based) of --raw")
+    valid.add_argument("--valid-raw", help="validation = this file (e.g. the UN dev set)")
+    s.add_argument("--keep-case", action="store_true")
+    s.set_defaults(func=cmd_text)
+
+    s = sub.add_parser("nway-bpe", help="N-way data: length filter, joint BPE, vocabulary")
+    s.add_argument("--tok-dir", required=True, help="tok/{train,valid}.LANG of nway-text")
+    s.add_argument("--langs", nargs="+", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--merges", type=int, required=True)
+    s.add_argument("--max-words", type=int, help="drop a training line with a sentence longer than this")
+    s.set_defaults(func=cmd_bpe)

@@ -1,0 +1,1 @@
+"""Evaluation tasks: mining, classifiers, Tatoeba, FLORES, xsim, BUCC, XNLI, MLDoc, WMT, curves."""

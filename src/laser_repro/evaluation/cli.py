@@ -1,0 +1,206 @@
+"""Command line of the Tatoeba evaluation and of the tables of the evaluation tasks:
+``tatoeba`` (embed one language pair and score it), ``embed`` (text files -> .npy with an exported
+encoder), ``tatoeba-table`` (Table 1 / 9) and ``eval-table`` (BUCC, XNLI, MLDoc, WMT beside the paper).
+
+The tasks' own commands are registered by their modules (:mod:`laser_repro.evaluation.bucc`, ...).
+torch is imported when a command runs, not when the parser is built.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from laser_repro.core.textio import read_json, write_json
+
+log = logging.getLogger("laser_repro")
+
+
+def cmd_tatoeba(a):
+    import numpy as np
+    import torch
+
+    from laser_repro.evaluation import tatoeba
+    from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
+    torch.set_num_threads(a.threads)
+    encoder = SentenceEncoder.load(a.encoder)
+    for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
+        embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens, progress=False)
+    result = tatoeba.tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
+    result["language"] = a.lang
+    # baselines on the same sentences: the encoder at update 0, and character n-gram TF-IDF of the raw text
+    if a.init_encoder:
+        from laser_repro.core.textio import iter_lines
+
+        init = SentenceEncoder.load(a.init_encoder)
+        xx, en = ([*iter_lines(p)] for p in (a.xx, a.eng))
+        err = tatoeba.tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
+        result["init"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
+    if a.raw_xx and a.raw_eng:
+        from laser_repro.core.textio import iter_lines
+        from laser_repro.evaluation.xsim import tfidf_error
+
+        err = tfidf_error(list(iter_lines(a.raw_xx)), list(iter_lines(a.raw_eng)))
+        result["tfidf"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
+    write_json(a.scores, result)
+    log.info("%s: %s", a.lang, json.dumps(result))
+
+
+def _device(choice: str) -> str:
+    """--device auto: the GPU when torch sees one (paper-scale evaluation sets), else the CPU."""
+    import torch
+
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no GPU")
+    return choice
+
+
+def cmd_embed(a):
+    """Embed text files with an exported encoder (one .npy per input, rows = lines). The inputs are
+    BPE'd text; with --codes they are raw text, Moses-preprocessed and BPE-encoded here first (one
+    process for both steps: the evaluation texts of every task go through this)."""
+    import tempfile
+
+    import torch
+
+    from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
+    if len(a.input) != len(a.output):
+        raise SystemExit("embed: give one --output per --input")
+    if a.codes and len(a.lang or []) != len(a.input):
+        raise SystemExit("embed: with --codes, give one --lang per --input")
+    torch.set_num_threads(a.threads)
+    from laser_repro.models import registry
+
+    if registry.family_of_encoder(a.encoder) != "laser":
+        return _embed_with_family(a)
+    encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
+    applier = None
+    if a.codes:
+        from laser_repro.data import bpe
+        from laser_repro.data.cli import prepare_text_file
+
+        applier = bpe.BpeApplier(a.codes)
+    for i, (path, npy) in enumerate(zip(a.input, a.output)):
+        if applier is None:
+            rows = embed_file(encoder, path, npy, max_tokens=a.max_tokens)
+        else:
+            Path(npy).parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=Path(npy).parent, prefix=".bpe-") as tmp:
+                bpe_path = Path(tmp) / Path(path).name
+                prepare_text_file(applier, a.lang[i], a.keep_case, path, bpe_path)
+                rows = embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens)
+        log.info("%s: %d sentences -> %s", path, rows, npy)
+
+
+def _embed_with_family(a) -> None:
+    """``embed`` with an encoder of another family (laser_repro.models.registry): per-language encoders
+    need each input's --lang; with --codes the raw text goes through the family's ``prepare``."""
+    import numpy as np
+
+    from laser_repro.core.textio import atomic_output, iter_lines
+    from laser_repro.models import registry
+
+    if len(a.lang or []) != len(a.input):
+        raise SystemExit(f"embed: {a.encoder} is not a LASER encoder: give one --lang per --input")
+    family = registry.get(registry.family_of_encoder(a.encoder))
+    encoder = family.load_encoder(a.encoder)
+    for path, npy, lang in zip(a.input, a.output, a.lang):
+        lines = list(iter_lines(path))
+        if a.codes:
+            lines = family.prepare(lines, lang, codes=a.codes, lowercase=not a.keep_case)
+        with atomic_output(npy, "wb") as f:
+            np.save(f, encoder.embed(lines, lang).astype(np.float32))
+        log.info("%s: %d sentences -> %s (%s)", path, len(lines), npy, family.name)
+
+
+def cmd_tatoeba_table(a):
+    from laser_repro.reporting import tables
+    from laser_repro.models.laser.fairseq_bridge import binarized_sentences
+
+    results = {}
+    for path in a.scores or []:
+        res = read_json(path)
+        results[res["language"]] = res
+    sizes: dict[str, int] = {}
+    for path in a.train:  # binarized source side: train.<src>-<tgt>.<src>.idx
+        src = Path(path).with_suffix("").suffix.lstrip(".")
+        sizes[src] = sizes.get(src, 0) + binarized_sentences(path)
+    rows = tables.table1_rows(results, sizes)
+    tables.write_tatoeba_table(rows, a.md, a.csv, run_name=a.run_name, unseen=a.unseen)
+    log.info("wrote %s and %s", a.md, a.csv)
+
+
+def cmd_eval_table(a):
+    """Table of one evaluation task, ours beside the paper; `--missing` when the task could not run."""
+    from laser_repro.reporting import tables
+
+    if bool(a.scores) == bool(a.missing):
+        raise SystemExit(f"eval-table {a.task}: give --scores or --missing (not both, not neither)")
+    common = dict(run_name=a.run_name, languages_=a.languages, missing=a.missing)
+    if a.task == "bucc":
+        results = [read_json(p) for p in a.scores]
+        tables.write_bucc_table(a.md, a.csv, scores=results or None, pairs=a.pairs, **common)
+        return
+    scores = read_json(a.scores[0]) if a.scores else None
+    if a.task == "xnli":
+        if not (a.md8 and a.csv8):
+            raise SystemExit("eval-table xnli: --md8 and --csv8 (Table 8) are required")
+        tables.write_xnli_tables(a.md, a.csv, a.md8, a.csv8, scores=scores, **common)
+    elif a.task == "mldoc":
+        tables.write_mldoc_table(a.md, a.csv, scores=scores, **common)
+    else:
+        tables.write_wmt_table(a.md, a.csv, scores=scores, **common)
+
+
+def add_cli(sub) -> None:
+    """Register ``tatoeba``, ``embed``, ``tatoeba-table`` and ``eval-table`` on an argparse subparsers object."""
+    s = sub.add_parser("tatoeba", help="embed one Tatoeba language pair and score it")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--lang", required=True)
+    s.add_argument("--xx", required=True)
+    s.add_argument("--eng", required=True)
+    s.add_argument("--xx-emb", required=True)
+    s.add_argument("--eng-emb", required=True)
+    s.add_argument("--scores", required=True)
+    s.add_argument("--max-tokens", type=int, default=12000)
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--init-encoder", help="baseline: the same encoder at update 0, on the same BPE'd sentences")
+    s.add_argument("--raw-xx", help="baseline: character n-gram TF-IDF of the raw test sentences (with --raw-eng)")
+    s.add_argument("--raw-eng")
+    s.set_defaults(func=cmd_tatoeba)
+
+    s = sub.add_parser("embed", help="embed BPE'd text files (raw text with --codes) with an exported encoder")
+    s.add_argument("--encoder", required=True)
+    s.add_argument("--input", action="append", required=True)
+    s.add_argument("--output", action="append", required=True)
+    s.add_argument("--codes", help="fastBPE codes: the inputs are raw text, Moses + BPE'd first")
+    s.add_argument("--lang", action="append", help="with --codes: the language of each --input")
+    s.add_argument("--keep-case", action="store_true", help="with --codes: do not lowercase")
+    s.add_argument("--max-tokens", type=int, default=12000)
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    s.set_defaults(func=cmd_embed)
+
+    s = sub.add_parser("tatoeba-table", help="assemble Table 1 (or 9 with --unseen) beside the paper")
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--scores", nargs="*", default=[])
+    s.add_argument("--train", nargs="+", required=True, help="binarized source sides: train.<src>-<tgt>.<src>.idx")
+    s.add_argument("--unseen", action="store_true", help="Table 9: languages without training data")
+    s.set_defaults(func=cmd_tatoeba_table)
+
+    s = sub.add_parser("eval-table", help="assemble the table of an evaluation task beside the paper")
+    s.add_argument("task", choices=["bucc", "xnli", "mldoc", "wmt"])
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--languages", nargs="*", default=[])
+    s.add_argument("--scores", nargs="*", default=[], help="the task's scores JSON (bucc: one per language)")
+    s.add_argument("--pairs", nargs="*", default=[], help="bucc: the extracted test pairs per language")
+    s.add_argument("--missing", help="why the task could not run and how to get its data")
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--md8", help="xnli: Table 8 Markdown")
+    s.add_argument("--csv8", help="xnli: Table 8 CSV")
+    s.set_defaults(func=cmd_eval_table)

@@ -1,0 +1,484 @@
+"""Multilingual similarity error on a WMT news test set (paper Sec. 5, language-count ablation).
+
+Schwenk & Douze (2017) style: for every ordered language pair (a, b), a != b, every sentence of a
+retrieves its nearest neighbour (cosine) among all sentences of b; an error is counted when that is
+not the aligned sentence. The score is the average error rate over all ordered pairs.
+
+The test set comes from sacrebleu's dataset definitions (pinned sacrebleu 2.6.0):
+
+* :func:`test_set_sources` gives the tarball URL(s) and md5 sacrebleu would download, so the workflow
+  fetches them itself (mirror, retries, atomic write: ``laser-repro fetch``).
+* :func:`build_texts` verifies the md5, places the tarball in a private sacrebleu cache
+  (``$SACREBLEU/<test_set>/raw/<name>``) and extracts it there, then lets sacrebleu's own code turn
+  the SGML into text in a subprocess with ``SACREBLEU`` pointing at that cache and with downloads
+  disabled. Extraction is ours because sacrebleu 2.6.0 extracts only right after downloading
+  (``utils.download_file``): a tarball that is already in place is never unpacked.
+* The xx-en pairs are joined on the English side into an N-way aligned set: a segment is the same
+  when it sits at the same position of the same document (docid) *and* its English text is
+  identical (``--join text``: identical English alone, for sets whose docids differ between pairs).
+  Text alone is not the default key: news sets repeat short sentences in different documents.
+  newstest2012/2013 (sacrebleu ``wmt12``/``wmt13``) are N-way parallel (one English file for all
+  pairs), so every segment joins. newstest2014 is not: each pair has documents of its own (de-en
+  starts with "Gutach: ...", fr-en with "Spectacular Wingsuit Jump Over Bogota"), so only documents
+  shared by all requested pairs survive the join; ``meta.json`` counts them. sacrebleu's wmt14 has
+  no Spanish (pairs cs, de, fr, hi, ru with en). A language the test set lacks is written to
+  ``meta.json`` as absent with the reason, never dropped silently.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from laser_repro.core import languages
+from laser_repro.core.textio import InputError, atomic_output, iter_lines, read_json, write_json
+
+log = logging.getLogger(__name__)
+
+PIVOT = "eng"
+#: sacrebleu version whose dataset definitions this module was checked against (workflow/envs/constraints.txt).
+SACREBLEU_VERSION = "2.6.0"
+
+
+class WmtError(ValueError):
+    """A test set, tarball or language request that cannot be served; the message says why."""
+
+
+# --------------------------------------------------------------------------- sacrebleu definitions
+
+
+@dataclass(frozen=True)
+class TestSetSource:
+    """One archive of a sacrebleu test set."""
+
+    test_set: str
+    url: str
+    md5: str | None
+    tarball: str  # the file name sacrebleu gives it under <cache>/<test_set>/raw/
+
+
+def _dataset(test_set: str):
+    from sacrebleu.dataset import DATASETS
+
+    if test_set not in DATASETS:
+        wmt = sorted(n for n in DATASETS if n.startswith("wmt"))
+        raise WmtError(f"sacrebleu has no test set {test_set!r}; its WMT test sets are: {', '.join(wmt)}")
+    return DATASETS[test_set]
+
+
+def tarball_name(test_set: str, url: str) -> str:
+    """The local name sacrebleu uses for a downloaded archive (``Dataset._get_tarball_filename``)."""
+    return test_set.replace("/", "_") + "." + os.path.basename(url)
+
+
+def test_set_sources(test_set: str) -> list[TestSetSource]:
+    """The archive URL(s) and md5 sums sacrebleu would download for ``test_set``."""
+    ds = _dataset(test_set)
+    md5s = list(ds.md5) if ds.md5 else [None] * len(ds.data)
+    return [TestSetSource(test_set, url, md5, tarball_name(test_set, url)) for url, md5 in zip(ds.data, md5s)]
+
+
+def test_set_downloads(test_set: str, sha256: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """``(url, sha256)`` per archive for a download rule. sacrebleu pins only md5 sums, so the SHA-256
+    comes from ``sha256`` (keyed by the URL's file name) or is None; ``wmt-texts`` checks the md5."""
+    sha256 = sha256 or {}
+    return [(s.url, sha256.get(os.path.basename(s.url))) for s in test_set_sources(test_set)]
+
+
+def sacrebleu_code(code: str) -> str:
+    """sacrebleu's (ISO 639-1 style) code for one of our ISO 639-3 codes."""
+    lang = languages.get(code)
+    return lang.paper or lang.moses
+
+
+def language_pairs(test_set: str, codes: Sequence[str]) -> tuple[dict[str, tuple[str, bool]], dict[str, str]]:
+    """Which sacrebleu pair serves each non-English language: ``{code: (langpair, xx_is_source)}``,
+    preferring xx-en; and ``{code: reason}`` for the languages the test set does not have."""
+    pairs = list(_dataset(test_set).langpairs)
+    present, absent = {}, {}
+    for code in codes:
+        if code == PIVOT:
+            continue
+        xx = sacrebleu_code(code)
+        if f"{xx}-en" in pairs:
+            present[code] = (f"{xx}-en", True)
+        elif f"en-{xx}" in pairs:
+            present[code] = (f"en-{xx}", False)
+        else:
+            with_en = sorted({p for p in pairs if "en" in p.split("-")})
+            absent[code] = (f"sacrebleu {SACREBLEU_VERSION} test set {test_set} has no {xx}-en or en-{xx} "
+                            f"pair (its English pairs: {', '.join(with_en) or 'none'})")
+    return present, absent
+
+
+# --------------------------------------------------------------------------- private sacrebleu cache
+
+
+def md5_file(path: Path | str) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _match_tarballs(test_set: str, tarballs: Sequence[Path], md5: Sequence[str] | None):
+    """Pair every archive of the test set with one given file (by name, else by md5) and verify it."""
+    sources = test_set_sources(test_set)
+    if md5 is not None and len(md5) != len(tarballs):
+        raise WmtError(f"{len(md5)} --md5 value(s) for {len(tarballs)} --tarball file(s); give one per tarball")
+    digests = {}
+    for t in tarballs:
+        if not Path(t).is_file():
+            raise WmtError(f"{t}: tarball does not exist")
+        digests[Path(t)] = md5_file(t)
+    expected_by_file = dict(zip(map(Path, tarballs), md5)) if md5 is not None else {}
+    matched = []
+    for src in sources:
+        base = os.path.basename(src.url)
+        cands = [Path(t) for t in tarballs if Path(t).name in (base, src.tarball)]
+        if not cands and len(sources) == 1 and len(tarballs) == 1:
+            cands = [Path(tarballs[0])]
+        if not cands:
+            cands = [t for t, d in digests.items() if src.md5 and d == src.md5]
+        if not cands:
+            raise WmtError(f"test set {test_set} needs {base} ({src.url}, md5 {src.md5}); none of the given "
+                           f"tarballs ({', '.join(str(t) for t in tarballs)}) has that name or md5")
+        path = cands[0]
+        want = expected_by_file.get(path, src.md5)
+        if want is not None and digests[path] != want.lower():
+            origin = "--md5" if path in expected_by_file else f"sacrebleu {SACREBLEU_VERSION}'s definition of {test_set}"
+            raise WmtError(f"{path}: md5 {digests[path]} but {origin} expects {want} for {src.url}: "
+                           f"the download is corrupt or a different file")
+        matched.append((src, path, digests[path]))
+    return matched
+
+
+def _extract(archive: Path, dest: Path) -> None:
+    """Unpack like sacrebleu's ``extract_tarball``, refusing members that would leave ``dest``."""
+    name = archive.name
+    if name.endswith((".tgz", ".tar.gz", ".tar")):
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    elif name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            root = dest.resolve()
+            for member in zf.namelist():
+                if not (dest / member).resolve().is_relative_to(root):
+                    raise WmtError(f"{archive}: member {member!r} would be written outside {dest}")
+            zf.extractall(dest)
+    else:
+        raise WmtError(f"{archive}: unknown archive type (sacrebleu extracts .tgz, .tar.gz and .zip)")
+
+
+def prepare_cache(test_set: str, tarballs: Sequence[Path | str], cache: Path | str,
+                  md5: Sequence[str] | None = None) -> list[dict]:
+    """Place the test set's archive(s) in a sacrebleu cache directory as sacrebleu would after a
+    download (``<cache>/<test_set>/raw/<tarball>``, unpacked beside it). ``md5`` replaces sacrebleu's
+    checksums, one per tarball (a re-packed mirror or a test fixture). Returns provenance records."""
+    raw = Path(cache) / test_set / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    records = []
+    for src, path, digest in _match_tarballs(test_set, [Path(t) for t in tarballs], md5):
+        shutil.copyfile(path, raw / src.tarball)
+        _extract(raw / src.tarball, raw)
+        records.append({"url": src.url, "file": str(path), "md5": digest, "sacrebleu_md5": src.md5})
+    return records
+
+
+# Runs in a subprocess: SACREBLEU is read once, when sacrebleu is imported, so a private cache
+# needs a fresh interpreter. Any download attempt fails loudly instead of reaching the network.
+_SACREBLEU_SCRIPT = r"""
+import json, sys, urllib.request
+
+def _offline(url, *args, **kwargs):
+    raise RuntimeError(f"sacrebleu tried to download {getattr(url, 'full_url', url)} although its "
+                       f"archive was placed in the cache")
+
+urllib.request.urlopen = _offline
+from sacrebleu.dataset import DATASETS
+
+test_set, langpairs = sys.argv[1], json.loads(sys.argv[2])
+ds = DATASETS[test_set]
+json.dump({lp: dict(zip(ds.fieldnames(lp), ds.get_files(lp))) for lp in langpairs}, sys.stdout)
+"""
+
+
+def sacrebleu_files(test_set: str, langpairs: Sequence[str], cache: Path | str) -> dict[str, dict[str, str]]:
+    """sacrebleu's processed text files per pair and field (src, ref, docid, ...) in ``cache``."""
+    env = dict(os.environ, SACREBLEU=str(cache))
+    proc = subprocess.run([sys.executable, "-c", _SACREBLEU_SCRIPT, test_set, json.dumps(list(langpairs))],
+                          env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise WmtError(f"sacrebleu could not process {test_set} ({', '.join(langpairs)}) from the cache "
+                       f"{cache}:\n{proc.stderr.strip()[-3000:]}")
+    return json.loads(proc.stdout)
+
+
+# --------------------------------------------------------------------------- N-way join
+
+
+@dataclass(frozen=True)
+class Segment:
+    key: tuple  # (docid, position within the document) or (None, line index) without docids
+    en: str
+    xx: str
+    origlang: str | None
+
+
+def read_pair(files: Mapping[str, str], xx_is_source: bool) -> list[Segment]:
+    """The segments of one sacrebleu pair from its field files (first reference if several)."""
+    ref_field = next((f for f in files if f.startswith("ref")), None)
+    if "src" not in files or ref_field is None:
+        raise WmtError(f"sacrebleu gave no src/ref fields: {sorted(files)}")
+    columns = {"src": list(iter_lines(files["src"])), "ref": list(iter_lines(files[ref_field]))}
+    for meta in ("docid", "origlang"):
+        if meta in files:
+            columns[meta] = list(iter_lines(files[meta]))
+    n = len(columns["src"])
+    for name, col in columns.items():
+        if len(col) != n:
+            raise InputError(f"{files[ref_field if name == 'ref' else name]}: {len(col)} lines but the source "
+                             f"{files['src']} has {n}")
+    seen: dict[str, int] = {}
+    segments = []
+    for i in range(n):
+        if "docid" in columns:
+            doc = columns["docid"][i]
+            key = (doc, seen.get(doc, 0))
+            seen[doc] = key[1] + 1
+        else:
+            key = (None, i)
+        xx, en = (columns["src"][i], columns["ref"][i]) if xx_is_source else (columns["ref"][i], columns["src"][i])
+        segments.append(Segment(key, en, xx, columns["origlang"][i] if "origlang" in columns else None))
+    return segments
+
+
+def join_on_english(pairs: Mapping[str, Sequence[Segment]], key: str = "doc") -> tuple[list[dict[str, str]], dict]:
+    """N-way rows ``{eng: ..., code: ...}`` of the segments all pairs share, in the order of the first
+    pair. ``key="doc"``: a row needs the same (docid, position) in every pair and identical English
+    text. ``key="text"``: the English text alone is the key, and an English sentence that occurs more
+    than once within a pair is ambiguous and left out. Rows with an empty sentence, or repeating an
+    earlier row's sentence in any language (retrieval could not tell them apart), are left out too;
+    every exclusion is counted."""
+    if key not in ("doc", "text"):
+        raise WmtError(f"unknown join key {key!r} (doc or text)")
+    if not pairs:
+        raise WmtError("no language besides English to align")
+    codes = list(pairs)
+    stats = {"candidates": 0, "english_mismatch": 0, "ambiguous_english": 0, "empty_removed": 0,
+             "duplicates_removed": 0}
+    index = {}
+    for c in codes:
+        if key == "doc":
+            index[c] = {s.key: s for s in pairs[c]}
+            if len(index[c]) != len(pairs[c]):
+                raise WmtError(f"{c}: repeated (docid, position) keys in its pair; cannot align")
+        else:
+            counts: dict[str, int] = {}
+            for s in pairs[c]:
+                counts[s.en] = counts.get(s.en, 0) + 1
+            stats["ambiguous_english"] += sum(n for n in counts.values() if n > 1)
+            index[c] = {s.en: s for s in pairs[c] if counts[s.en] == 1}
+    origlang: dict[str, int] = {}
+    seen = {c: set() for c in [PIVOT, *codes]}
+    rows = []
+    for seg in pairs[codes[0]]:
+        k = seg.key if key == "doc" else seg.en
+        segs = [index[c].get(k) for c in codes]
+        if any(s is None for s in segs) or segs[0] is not seg:
+            continue
+        stats["candidates"] += 1
+        if any(s.en != seg.en for s in segs):
+            stats["english_mismatch"] += 1
+            continue
+        row = {PIVOT: seg.en, **{c: s.xx for c, s in zip(codes, segs)}}
+        if any(not text.strip() for text in row.values()):
+            stats["empty_removed"] += 1
+            continue
+        if any(text in seen[c] for c, text in row.items()):
+            stats["duplicates_removed"] += 1
+            continue
+        for c, text in row.items():
+            seen[c].add(text)
+        rows.append(row)
+        origlang[seg.origlang or "unknown"] = origlang.get(seg.origlang or "unknown", 0) + 1
+    stats["sentences"] = len(rows)
+    stats["origlang"] = dict(sorted(origlang.items()))
+    return rows, stats
+
+
+def build_texts(test_set: str, tarballs: Sequence[Path | str], codes: Sequence[str], out_dir: Path | str,
+                md5: Sequence[str] | None = None, key: str = "doc", prefix: str = "") -> dict:
+    """Write ``<out_dir>/<prefix><code>.txt`` (N-way aligned, one sentence a line) for the languages
+    of ``codes`` the test set has, and ``<out_dir>/meta.json``; returns the meta record. ``key``: see
+    :func:`join_on_english`."""
+    codes = list(dict.fromkeys(codes))
+    for code in codes:
+        languages.get(code)  # clear error for an unknown code
+    present, absent = language_pairs(test_set, codes)
+    if not present:
+        raise WmtError(f"test set {test_set} has none of the languages {', '.join(c for c in codes if c != PIVOT)}"
+                       f" paired with English: " + "; ".join(f"{c}: {r}" for c, r in absent.items()))
+    with tempfile.TemporaryDirectory(prefix="sacrebleu-cache-") as cache:
+        archives = prepare_cache(test_set, tarballs, cache, md5)
+        files = sacrebleu_files(test_set, sorted({lp for lp, _ in present.values()}), cache)
+        pairs = {code: read_pair(files[lp], xx_src) for code, (lp, xx_src) in present.items()}
+    rows, stats = join_on_english(pairs, key)
+    if not rows:
+        how = "same document and position, identical English" if key == "doc" else "identical English"
+        raise WmtError(
+            f"test set {test_set}: no segment is shared by all of the pairs "
+            f"{', '.join(lp for lp, _ in present.values())} ({how}); segments per pair: "
+            f"{', '.join(f'{c} {len(s)}' for c, s in pairs.items())}. Use an N-way set (sacrebleu wmt12 or "
+            f"wmt13), fewer languages{', or --join text' if key == 'doc' else ''}.")
+    written = [c for c in codes if c == PIVOT or c in present]
+    out_dir = Path(out_dir)
+    for code in written:
+        with atomic_output(out_dir / f"{prefix}{code}.txt") as f:
+            for row in rows:
+                f.write(row[code] + "\n")
+    meta = {
+        "test_set": test_set,
+        "sacrebleu_version": _sacrebleu_version(),
+        "archives": archives,
+        "sentences": len(rows),
+        "languages": written,
+        "files": {code: f"{prefix}{code}.txt" for code in written},
+        "absent": absent,
+        "pairs": {c: {"langpair": lp, "segments": len(pairs[c])} for c, (lp, _) in present.items()},
+        "join": {"key": ("docid + position in document, identical English text" if key == "doc"
+                         else "identical English text, unique within each pair"), **stats},
+    }
+    write_json(out_dir / "meta.json", meta)
+    return meta
+
+
+def _sacrebleu_version() -> str:
+    import sacrebleu
+
+    return sacrebleu.__version__
+
+
+# --------------------------------------------------------------------------- similarity error
+
+
+def similarity_errors(embeddings: Mapping[str, np.ndarray]) -> dict:
+    """Error rates (%) for every ordered pair (query language, searched language) of row-aligned
+    embeddings, per-language averages and the average over all ordered pairs."""
+    from laser_repro.evaluation.tatoeba import retrieval_errors
+
+    codes = list(embeddings)
+    if len(codes) < 2:
+        raise WmtError(f"need embeddings for at least 2 languages, got {codes}")
+    shapes = {c: np.shape(embeddings[c]) for c in codes}
+    n = shapes[codes[0]][0]
+    if any(len(s) != 2 for s in shapes.values()) or len(set(shapes.values())) != 1:
+        raise WmtError(f"embeddings are not row-aligned matrices of one shape: {shapes}")
+    if n == 0:
+        raise WmtError("embeddings have no rows")
+    pairs, matrix = [], {a: {} for a in codes}
+    for a in codes:
+        for b in codes:
+            if a == b:
+                continue
+            errors = retrieval_errors(embeddings[a], embeddings[b])
+            rate = 100.0 * errors / n
+            pairs.append({"src": a, "trg": b, "errors": errors, "error": rate})
+            matrix[a][b] = rate
+    k = len(codes) - 1
+    return {
+        "sentences": n,
+        "languages": codes,
+        "pairs": pairs,
+        "matrix": matrix,
+        "src_average": {a: sum(matrix[a].values()) / k for a in codes},
+        "trg_average": {b: sum(matrix[a][b] for a in codes if a != b) / k for b in codes},
+        "average_error": sum(p["error"] for p in pairs) / len(pairs),
+    }
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def cmd_wmt_sources(a):
+    out = [{"test_set": s.test_set, "url": s.url, "md5": s.md5, "tarball": s.tarball}
+           for s in test_set_sources(a.test_set)]
+    present, absent = language_pairs(a.test_set, a.langs or [])
+    record = {"sources": out, "pairs": {c: lp for c, (lp, _) in present.items()}, "absent": absent}
+    if a.json:
+        write_json(a.json, record)
+    else:
+        json.dump(record, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+
+
+def cmd_wmt_texts(a):
+    meta = build_texts(a.test_set, a.tarball, a.langs, a.out_dir, md5=a.md5, key=a.join, prefix=a.prefix)
+    for code, reason in meta["absent"].items():
+        log.warning("%s: absent from %s: %s", code, a.test_set, reason)
+    log.info("%s: %d aligned sentences in %s (%s)", a.test_set, meta["sentences"], ", ".join(meta["languages"]),
+             json.dumps(meta["join"]))
+
+
+def cmd_wmt_similarity(a):
+    embeddings = {}
+    for code, path in a.emb:
+        if code in embeddings:
+            raise WmtError(f"--emb {code} given twice")
+        embeddings[code] = np.load(path)
+    scores = similarity_errors(embeddings)
+    scores["embeddings"] = {code: str(path) for code, path in a.emb}
+    scores["absent"] = {}
+    if a.meta:
+        meta = read_json(a.meta)
+        if meta.get("sentences") != scores["sentences"]:
+            raise WmtError(f"{a.meta}: {meta.get('sentences')} sentences but the embeddings have {scores['sentences']} rows")
+        missing = [c for c in meta.get("languages", []) if c not in embeddings]
+        if missing:
+            raise WmtError(f"{a.meta} lists {', '.join(missing)} but no --emb was given for them")
+        scores["test_set"] = meta.get("test_set")
+        scores["absent"] = meta.get("absent", {})
+    write_json(a.scores, scores)
+    log.info("average similarity error %.2f%% over %d ordered pairs (%d sentences)", scores["average_error"],
+             len(scores["pairs"]), scores["sentences"])
+
+
+def add_cli(sub) -> None:
+    """Register the wmt-* subcommands on the main CLI's subparsers."""
+    s = sub.add_parser("wmt-sources", help="archive URL(s) and md5 of a sacrebleu test set, and its language pairs")
+    s.add_argument("--test-set", default="wmt14")
+    s.add_argument("--langs", nargs="*", help="ISO 639-3 codes to look up (absent ones are listed with the reason)")
+    s.add_argument("--json", help="write the record here instead of stdout")
+    s.set_defaults(func=cmd_wmt_sources)
+
+    s = sub.add_parser("wmt-texts", help="N-way aligned texts of a WMT test set through sacrebleu, offline")
+    s.add_argument("--tarball", action="append", required=True, help="the test set's archive (repeat if several)")
+    s.add_argument("--test-set", default="wmt14", help="sacrebleu test-set name (wmt12 and wmt13 are N-way)")
+    s.add_argument("--langs", nargs="+", required=True, help="ISO 639-3 codes, e.g. eng ces fra deu spa")
+    s.add_argument("--out-dir", required=True, help="gets <prefix><lang>.txt and meta.json")
+    s.add_argument("--prefix", default="", help="file-name prefix of the texts, e.g. 'newstest2014.'")
+    s.add_argument("--join", choices=["doc", "text"], default="doc",
+                   help="doc: same docid and position and identical English (default); text: identical English")
+    s.add_argument("--md5", action="append",
+                   help="md5 to expect instead of sacrebleu's, one per --tarball (re-packed mirror, test fixture)")
+    s.set_defaults(func=cmd_wmt_texts)
+
+    s = sub.add_parser("wmt-similarity", help="similarity error over all ordered language pairs")
+    s.add_argument("--emb", nargs=2, action="append", required=True, metavar=("LANG", "NPY"),
+                   help="row-aligned embeddings of one language (repeat per language)")
+    s.add_argument("--meta", help="meta.json of wmt-texts: checks the sentence count, carries the absent languages")
+    s.add_argument("--scores", required=True)
+    s.set_defaults(func=cmd_wmt_similarity)

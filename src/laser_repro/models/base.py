@@ -1,0 +1,84 @@
+"""The model-family interface: what the harness asks of each way of training a sentence encoder.
+
+A family (LASER, multienc = Schwenk & Douze 2017, ...) is chosen by config -- the top-level
+``model`` section is LASER, ``models.<name>.family`` names the others -- and looked up in
+:mod:`laser_repro.models.registry`. The shared stages call only these methods:
+
+* ``prepare(lines, lang, codes=..., lowercase=...)``: raw text -> the model's input text (Moses +
+  BPE for both families here, each with its own codes);
+* ``train_worker(...)``: one rank of a training run, started by the shared launcher
+  (:mod:`laser_repro.models.training`: lock, fingerprint check, torchrun / srun, preemption,
+  resume, publication); ``fingerprint_settings`` / ``data_files`` / ``stopping_settings`` say
+  what makes a checkpoint directory belong to a run;
+* ``export(checkpoint, out)``: a training checkpoint -> an encoder file of tensors and plain types
+  (loads with ``torch.load(weights_only=True)``), which names its family;
+* ``load_encoder(path).embed(lines, lang)``: the model's input text -> float32 embeddings.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Callable, ClassVar, Mapping, Optional, Sequence
+
+import numpy as np
+
+
+class Encoder(ABC):
+    """An exported sentence encoder."""
+
+    #: embedding dimension
+    dim: int
+
+    @abstractmethod
+    def embed(self, lines: Sequence[str], lang: str) -> np.ndarray:
+        """float32 ``(len(lines), dim)`` embeddings of ``lines`` (the model's input text) in ``lang``."""
+
+
+class ModelFamily(ABC):
+    """One family of models; stateless (one instance per process)."""
+
+    #: the ``family`` value in the config and in exported encoder files
+    name: ClassVar[str]
+    #: learning curves the worker writes into the checkpoint directory (None: none)
+    curves_file: ClassVar[Optional[str]] = None
+
+    def prepare(self, lines: Sequence[str], lang: str, *, codes, lowercase: bool = True) -> list[str]:
+        """Raw sentences -> the model's input: Moses preprocessing of ``lang`` and the BPE ``codes``."""
+        from laser_repro.data.bpe import BpeApplier
+        from laser_repro.data.preprocess import language_preprocessor
+
+        preprocess = language_preprocessor(lang, lowercase=lowercase)
+        return list(BpeApplier(codes).encode_stream(preprocess(line) for line in lines))
+
+    @abstractmethod
+    def fingerprint_settings(self, settings: Mapping) -> dict:
+        """The part of the training settings that determines the weights (process geometry,
+        stopping criteria and logging left out: a resume may change them)."""
+
+    @abstractmethod
+    def stopping_settings(self, settings: Mapping) -> dict:
+        """When training ends (kept in train_status.json: a completed run with other stopping
+        criteria trains on)."""
+
+    @abstractmethod
+    def data_files(self, data_dir, settings: Mapping) -> dict[str, Path]:
+        """``{name: path}`` of every file training reads, ``dict.txt`` included (hashed into the fingerprint)."""
+
+    @abstractmethod
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+                     stop_requested: Callable[[], bool]) -> dict:
+        """Train one rank until the end or ``stop_requested()``, resuming from ``save_dir``. Returns
+        ``{"num_updates", "start_updates", "preempted", "model": path of the checkpoint to publish,
+        "runtime": {...}}`` (runtime: how it ran, for the status and the provenance record)."""
+
+    @abstractmethod
+    def checkpoint_updates(self, path) -> int:
+        """The number of updates of a training checkpoint."""
+
+    @abstractmethod
+    def export(self, checkpoint, out) -> dict:
+        """Write the encoder of a training checkpoint to ``out``; returns a summary."""
+
+    @abstractmethod
+    def load_encoder(self, path) -> Encoder:
+        """Load an exported encoder file of this family."""

@@ -1,0 +1,1 @@
+"""The LASER model: fairseq bridge, fairseq plugin, encoder export and embedding."""

@@ -1,0 +1,109 @@
+"""N-way parallel training data: line i of every language is the same sentence.
+
+Layout of a data directory::
+
+    dict.txt              joint dictionary (model.Dictionary.save)
+    train.<lang>          BPE'd text, one sentence a line, line-aligned across languages
+    valid.<lang>
+
+Sentences are held as one flat int32 array per language plus offsets (a list of Python int lists
+would take tens of bytes per token, too much for the 8.3M-sentence UN corpus).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from laser_repro.models.multienc.model import PAD, Dictionary
+
+
+class TokenArrays(Sequence):
+    """Sentences of one language: ``self[i]`` is the int32 id array of sentence i (``</s>`` included)."""
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
+        self.flat, self.offsets = flat, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"sentence {i} of {len(self)}")
+        i %= len(self)
+        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def select(self, indices: np.ndarray) -> "TokenArrays":
+        """The sentences at ``indices``, in that order."""
+        lengths = self.lengths()[indices]
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        # token j of the result comes from its sentence's old start + (j - the sentence's new start)
+        shift = np.repeat(self.offsets[:-1][indices] - offsets[:-1], lengths)
+        return TokenArrays(self.flat[shift + np.arange(offsets[-1])], offsets)
+
+
+def read_sentences(path: Path, dictionary: Dictionary) -> TokenArrays:
+    """Encoded lines of ``path``; a missing or empty file raises, naming it."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file (expected BPE'd text, one sentence a line)")
+    flat, offsets = array("i"), array("q", [0])
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            flat.extend(dictionary.encode(line))
+            offsets.append(len(flat))
+    if len(offsets) == 1:
+        raise ValueError(f"{path}: the file is empty")
+    return TokenArrays(np.frombuffer(flat, dtype=np.int32), np.frombuffer(offsets, dtype=np.int64))
+
+
+def load_split(data_dir, split: str, langs: Sequence[str], dictionary: Dictionary,
+               max_len: Optional[int] = None) -> dict[str, TokenArrays]:
+    """``{lang: sentences}`` of ``<data_dir>/<split>.<lang>``, line-aligned across ``langs``.
+
+    ``max_len``: a line is dropped in every language when it has more than that many tokens
+    (``</s>`` not counted) in any, so that the languages stay aligned."""
+    data_dir = Path(data_dir)
+    data = {lang: read_sentences(data_dir / f"{split}.{lang}", dictionary) for lang in langs}
+    first = langs[0]
+    for lang in langs[1:]:
+        if len(data[lang]) != len(data[first]):
+            raise ValueError(f"{data_dir / f'{split}.{lang}'} has {len(data[lang])} lines but "
+                             f"{data_dir / f'{split}.{first}'} has {len(data[first])}: the files must be line-aligned")
+    if max_len is not None:
+        keep = np.ones(len(data[first]), dtype=bool)
+        for sentences in data.values():
+            keep &= sentences.lengths() - 1 <= max_len
+        if not keep.any():
+            raise ValueError(f"{data_dir}/{split}.*: every line has more than max_len={max_len} tokens in some language")
+        if not keep.all():
+            indices = np.flatnonzero(keep)
+            data = {lang: sentences.select(indices) for lang, sentences in data.items()}
+    return data
+
+
+def batches(n_sentences: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """One epoch of shuffled index batches (the last one may be smaller)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, not {batch_size}")
+    order = rng.permutation(n_sentences)
+    return [order[start:start + batch_size] for start in range(0, n_sentences, batch_size)]
+
+
+def collate(token_lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``([B, T] LongTensor right-padded with <pad>, [B] lengths)``."""
+    lengths = torch.tensor([len(tokens) for tokens in token_lists], dtype=torch.long)
+    padded = torch.full((len(token_lists), int(lengths.max()) if len(token_lists) else 0), PAD, dtype=torch.long)
+    for row, tokens in enumerate(token_lists):
+        padded[row, :len(tokens)] = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
+    return padded, lengths

@@ -1,0 +1,91 @@
+"""The encoders of a trained multi-encoder model as a standalone file, and the sentence encoder
+that reads it.
+
+File (``torch.save``; tensors and plain types only, so ``torch.load(weights_only=True)`` reads it)::
+
+    {"family": "multienc", "format": 1, "model": model settings, "languages": [encoder languages],
+     "dictionary": [tokens in id order], "encoders": {lang: LanguageEncoder state dict}}
+
+Only languages with an encoder can be embedded: the fixed target of a 1:1 system (e.g. Arabic in
+"efsr-a") has a decoder only, so it has no embedding -- the paper's argument for 1:N training.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.multienc.data import collate
+from laser_repro.models.multienc.model import Dictionary, build_encoder, embedding_dim
+from laser_repro.models.multienc.paths import TrainingPaths
+
+FAMILY, FORMAT = "multienc", 1
+ENCODER_KEYS = ("family", "format", "model", "languages", "dictionary", "encoders")
+
+
+def export_encoder(checkpoint_path, out_path) -> dict:
+    """Write the encoders of a training checkpoint to ``out_path`` (atomically); returns
+    ``{"path", "languages", "dim", "vocab_size"}``."""
+    ckpt = load_model_file(checkpoint_path, what="multienc training checkpoint",
+                           rebuild="rerun the training", weights_only=True, map_location="cpu")
+    settings = ckpt["settings"]
+    languages = TrainingPaths(settings["paths"]).encoder_languages()
+    encoders = {lang: {name[len(f"encoders.{lang}."):]: tensor for name, tensor in ckpt["model"].items()
+                       if name.startswith(f"encoders.{lang}.")}
+                for lang in languages}
+    payload = {"family": FAMILY, "format": FORMAT, "model": settings["model"], "languages": languages,
+               "dictionary": list(ckpt["dictionary"]), "encoders": encoders}
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_name(f".{out_path.name}.tmp{os.getpid()}")
+    torch.save(payload, tmp)
+    os.replace(tmp, out_path)
+    return {"path": str(out_path), "languages": languages, "dim": embedding_dim(settings["model"]),
+            "vocab_size": len(payload["dictionary"])}
+
+
+class MultiencEncoder:
+    """Sentence embeddings from an exported file: one encoder per language, eval mode, CPU."""
+
+    def __init__(self, model_settings: dict, dictionary: Dictionary, encoders: dict):
+        self.dictionary = dictionary
+        self.encoders = {}
+        for lang, state in encoders.items():
+            encoder = build_encoder(model_settings, len(dictionary))
+            encoder.load_state_dict(state)
+            self.encoders[lang] = encoder.eval()
+        self.dim = embedding_dim(model_settings)
+        self.languages = list(encoders)
+
+    @classmethod
+    def load(cls, path) -> "MultiencEncoder":
+        """Read a file of :func:`export_encoder`; a truncated or foreign file raises, naming it."""
+        data = load_model_file(path, what="multienc encoder file", rebuild="delete it and rerun the export",
+                               weights_only=True, map_location="cpu")
+        if not isinstance(data, dict) or data.get("family") != FAMILY or any(k not in data for k in ENCODER_KEYS):
+            found = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"{path}: not a multienc encoder file (expected keys {list(ENCODER_KEYS)} with "
+                             f"family {FAMILY!r}; found {found})")
+        if data["format"] != FORMAT:
+            raise ValueError(f"{path}: multienc encoder format {data['format']!r}; this code reads {FORMAT}")
+        return cls(data["model"], Dictionary.from_symbols(data["dictionary"]),
+                   {lang: data["encoders"][lang] for lang in data["languages"]})
+
+    @torch.no_grad()
+    def embed(self, bpe_lines: Sequence[str], lang: str, batch_size: int = 256) -> np.ndarray:
+        """``(len(bpe_lines), dim)`` float32 embeddings of BPE'd sentences of ``lang``, in input order
+        (batches are formed by length, for speed)."""
+        if lang not in self.encoders:
+            raise ValueError(f"no encoder for language {lang!r} in this model; it embeds {self.languages}")
+        encoded = [self.dictionary.encode(line) for line in bpe_lines]
+        out = np.zeros((len(encoded), self.dim), dtype=np.float32)
+        order = np.argsort([-len(tokens) for tokens in encoded], kind="stable")
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            out[rows] = self.encoders[lang](*collate([encoded[i] for i in rows])).numpy()
+        return out

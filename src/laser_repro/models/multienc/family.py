@@ -1,0 +1,69 @@
+"""The multienc family (Schwenk & Douze 2017) behind the model-family interface (laser_repro.models.base)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping
+
+from laser_repro.models.base import Encoder, ModelFamily
+
+#: train keys that do not change the weights at a given update, or only say when to stop / what to log
+PROCESS_KEYS = ("cpu_processes",)
+STOPPING_KEYS = ("max_epoch", "max_update", "patience")
+LOGGING_KEYS = ("log_interval",)
+
+
+class MultiencFamily(ModelFamily):
+    name = "multienc"
+    curves_file = "curves.json"
+
+    def fingerprint_settings(self, settings: Mapping) -> dict:
+        train = {k: v for k, v in settings["train"].items() if k not in (*PROCESS_KEYS, *STOPPING_KEYS, *LOGGING_KEYS)}
+        return {**{k: v for k, v in settings.items() if k != "train"}, "train": train}
+
+    def stopping_settings(self, settings: Mapping) -> dict:
+        return {k: settings["train"].get(k) for k in STOPPING_KEYS}
+
+    def data_files(self, data_dir, settings: Mapping) -> dict[str, Path]:
+        data_dir = Path(data_dir)
+        files = {"dict.txt": data_dir / "dict.txt"}
+        for split in ("train", "valid"):
+            for lang in settings["languages"]:
+                files[f"{split}.{lang}"] = data_dir / f"{split}.{lang}"
+        return files
+
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+                     stop_requested: Callable[[], bool]) -> dict:
+        from laser_repro.models.multienc import trainer
+
+        train = {k: v for k, v in settings["train"].items() if k not in PROCESS_KEYS}
+        outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank,
+                                stop_requested=stop_requested)
+        best = Path(save_dir) / trainer.CHECKPOINT_BEST
+        return {**outcome, "model": best, "kept_update": outcome.get("best_update"),
+                "runtime": {"batch_size": train.get("batch_size")}}
+
+    def checkpoint_updates(self, path) -> int:
+        from laser_repro.models.checkpoint_safety import load_model_file
+
+        state = load_model_file(path, what="training checkpoint", rebuild="delete it and train again",
+                                map_location="cpu", weights_only=True)
+        return int(state["num_updates"])
+
+    def export(self, checkpoint, out) -> dict:
+        from laser_repro.models.multienc.export import export_encoder
+
+        return export_encoder(checkpoint, out)
+
+    def load_encoder(self, path) -> Encoder:
+        from laser_repro.models.multienc.export import MultiencEncoder
+
+        return _Loaded(MultiencEncoder.load(path))
+
+
+class _Loaded(Encoder):
+    def __init__(self, encoder):
+        self._encoder = encoder
+        self.dim = encoder.dim
+
+    def embed(self, lines, lang):
+        return self._encoder.embed(list(lines), lang)

@@ -1,0 +1,1 @@
+"""Reporting: the paper tables and the ablation tables."""

@@ -1,0 +1,137 @@
+"""One FLORES similarity table for models of different families trained on the same split
+(``config/compare.yaml``): per language, each model's xsim against English on the held-out FLORES
+lines, beside the non-learned TF-IDF baseline and each model at its random initialization, all on
+exactly the same sentences.
+
+Inputs: a LASER variant's ``flores-xsim`` scores (``{"model"|"init": {"heldout": {lang: {en_xx,
+xx_en, sentences}}}}``) and a multienc model's ``similarity`` scores (``{"similarity"|"init":
+similarity_error_matrix}``, whose ``eng-xx`` / ``xx-eng`` pairs are the same two directions).
+"""
+from __future__ import annotations
+
+import csv
+from typing import Mapping, Sequence
+
+from laser_repro.core import languages
+from laser_repro.core.textio import atomic_output, read_json
+
+PIVOT = "eng"
+SPLIT = "heldout"
+
+
+def _from_laser(scores: Mapping, system: str, lang: str) -> tuple[float, float, int]:
+    v = scores[system][SPLIT][lang]
+    return v["en_xx"], v["xx_en"], v["sentences"]
+
+
+def _from_matrix(matrix: Mapping, lang: str) -> tuple[float, float, int] | None:
+    pairs = matrix["pairs"]
+    there, back = f"{PIVOT}-{lang}", f"{lang}-{PIVOT}"
+    if there not in pairs or back not in pairs:
+        return None  # no encoder for the language (a fixed target of a 1:1 system)
+    return round(pairs[there], 2), round(pairs[back], 2), matrix["sentences"]
+
+
+def compare_rows(models: Mapping[str, tuple[str, Mapping]], tfidf: Mapping, langs: Sequence[str]) -> list[dict]:
+    """One row per language: ``<model>`` and ``<model> init`` (en→xx, xx→en) for every model
+    (``name -> (family, scores)``), and TF-IDF. Raises when the models were not scored on the same
+    number of sentences (then they were not scored on the same sentences)."""
+    rows = []
+    for lang in langs:
+        row: dict = {"language": lang, "name": languages.get(lang).name}
+        sizes = {}
+        for name, (family, scores) in models.items():
+            for system, suffix in (("model", ""), ("init", " init")):
+                if family == "laser":
+                    got = _from_laser(scores, system, lang)
+                else:
+                    got = _from_matrix(scores["similarity" if system == "model" else "init"], lang)
+                row[f"{name}{suffix}"] = None if got is None else got[:2]
+                if got is not None:
+                    sizes[f"{name}{suffix}"] = got[2]
+        v = tfidf[SPLIT][lang]
+        row["TF-IDF"] = (v["en_xx"], v["xx_en"])
+        sizes["TF-IDF"] = v["sentences"]
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"{lang}: the systems were scored on different numbers of sentences {sizes}: "
+                             "not the same held-out lines")
+        row["sentences"] = next(iter(sizes.values()))
+        rows.append(row)
+    return rows
+
+
+def _mean_row(rows: Sequence[dict], columns: Sequence[str]) -> dict:
+    out: dict = {"language": "avg", "name": f"{len(rows)} languages"}
+    for col in columns:
+        values = [r[col] for r in rows if r.get(col) is not None]
+        out[col] = (round(sum(v[0] for v in values) / len(values), 2),
+                    round(sum(v[1] for v in values) / len(values), 2)) if len(values) == len(rows) else None
+    return out
+
+
+def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_path, *, run_name: str,
+                heldout: Sequence[int]) -> None:
+    """``models``: name -> {"family", "description"} in column order."""
+    columns = [c for name in models for c in (name, f"{name} init")] + ["TF-IDF"]
+    every = [_mean_row(rows, columns), *rows]
+    with atomic_output(csv_path) as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["language", "system", "en_xx", "xx_en", "sentences"])
+        for r in every:
+            for col in columns:
+                v = r.get(col)
+                writer.writerow([r["language"], col, "" if v is None else v[0], "" if v is None else v[1],
+                                 r.get("sentences", "")])
+    fmt = lambda v: "–" if v is None else f"{v[0]:.1f} / {v[1]:.1f}"  # noqa: E731
+    with atomic_output(md_path) as f:
+        f.write(f"# Model families on the same data: FLORES-200 xsim against English, run `{run_name}`\n\n")
+        f.write(f"Error (%) `en→xx / xx→en`: share of the held-out FLORES dev lines {heldout[0]}–{int(heldout[1]) - 1} "
+                f"(never trained on; the same sentences for every system) whose nearest neighbour (cosine) "
+                f"in the other language is not their translation. Every model trained on the other lines of the "
+                f"same FLORES files. **init**: the same model at update 0 (same seed); **TF-IDF**: character "
+                f"1–4-gram TF-IDF of the raw sentences (no learning). –: the model has no encoder for the "
+                f"language (a fixed target of a 1:1 system).\n\n")
+        for name, m in models.items():
+            f.write(f"- **{name}** ({m['family']}): {m.get('description') or name}\n")
+        f.write("\n| lang | name | " + " | ".join(columns) + " |\n")
+        f.write("|---|---|" + "---:|" * len(columns) + "\n")
+        for r in every:
+            bold = "**" if r["language"] == "avg" else ""
+            f.write(f"| {bold}{r['language']}{bold} | {r['name']} | " + " | ".join(fmt(r.get(c)) for c in columns)
+                    + " |\n")
+
+
+def _named(items: Sequence[str], option: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"{option} {item!r}: expected NAME=JSON")
+        out[name] = path
+    return out
+
+
+def cmd_compare(a) -> None:
+    import json
+
+    specs = {m["name"]: m for m in json.loads(a.models)}  # a list: the column order
+    files = {**_named(a.laser, "--laser"), **_named(a.multienc, "--multienc")}
+    if set(files) != set(specs):
+        raise SystemExit(f"compare-flores: --models names {sorted(specs)} but scores for {sorted(files)}")
+    models = {name: (specs[name]["family"], read_json(files[name])) for name in specs}
+    rows = compare_rows(models, read_json(a.tfidf), a.langs)
+    write_table(rows, specs, a.md, a.csv, run_name=a.run_name, heldout=a.heldout)
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("compare-flores", help="one FLORES xsim table for models of several families on the same split")
+    s.add_argument("--laser", nargs="*", default=[], metavar="NAME=JSON", help="a LASER model's flores-xsim scores")
+    s.add_argument("--multienc", nargs="*", default=[], metavar="NAME=JSON", help="a multienc model's similarity scores")
+    s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
+    s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
+    s.add_argument("--langs", nargs="+", required=True)
+    s.add_argument("--heldout", nargs=2, type=int, required=True)
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.set_defaults(func=cmd_compare)

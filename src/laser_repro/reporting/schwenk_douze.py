@@ -1,0 +1,338 @@
+"""Schwenk & Douze (2017), Tables 1-4: our similarity errors beside the published ones.
+
+The paper's values are in ``paper_values/schwenk_douze_2017.csv`` (one line per printed cell, with its
+source). Each of our trained models is one *results entry*::
+
+    {"name": "bilstm_all", "description": "BiLSTM 1x64 max-pool, efsraz-all",
+     "paper_rows": ["t1.bilstm1x512.efsrz-all", "t4.*"],   # the paper rows it stands for (fnmatch patterns)
+     "similarity": similarity_error_matrix(...),            # on the eval set
+     "init": similarity_error_matrix(...) or None}          # the same encoder at its random initialization
+
+A column of Tables 1-3 is a language subset (``efsr`` = eng, fra, spa, rus) and its value the mean
+similarity error over the ordered pairs among those languages
+(:func:`laser_repro.evaluation.xsim.mean_over`); a model without an encoder for one of them has no value
+there, as the paper's 1:1 systems. Table 4 is the matrix of one model, source rows x target columns.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from fnmatch import fnmatch
+from importlib import resources
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from laser_repro.core.textio import atomic_output
+from laser_repro.evaluation.xsim import mean_over, pair_key
+from laser_repro.reporting.tables import fmt2
+
+PAPER = "Schwenk & Douze 2017"
+PAPER_CSV = "schwenk_douze_2017.csv"
+#: the paper's letters (Table 1 caption) and our ISO 639-3 codes
+LETTERS = {"e": "eng", "f": "fra", "s": "spa", "r": "rus", "a": "ara", "z": "cmn"}
+LANGUAGES = tuple(LETTERS.values())
+#: value columns of each table, in the paper's order
+TABLE_COLUMNS = {1: ("efs", "efsr", "efsra", "efsraz"), 2: ("efsra",),
+                 3: ("inputs_1", "inputs_2", "inputs_3", "similarity_error"), 4: (*LANGUAGES, "all")}
+#: Table 3's error is that of system efs-a on its three input languages
+COLUMN_SUBSETS = {"efs": "efs", "efsr": "efsr", "efsra": "efsra", "efsraz": "efsraz", "similarity_error": "efs"}
+TITLES = {1: "average similarity error of one-to-one and one-to-many systems over 3-6 languages",
+          2: "LSTM and BLSTM encoders of different size and depth, error on the five languages efsra",
+          3: "M:1 strategies for three input languages (system efs-a)",
+          4: "pair-wise similarity error of six languages"}
+HEADERS = {"efs": "efs", "efsr": "efsr", "efsra": "efsra", "efsraz": "efsraz", "inputs_1": "1 input",
+           "inputs_2": "2 inputs", "inputs_3": "3 inputs", "similarity_error": "error (efs)", "all": "All"}
+CSV_FIELDS = ("table", "row_id", "block", "system", "column", "paper", "ours", "delta", "init", "tfidf", "model")
+#: the paper's evaluation set: UN Dev, 4000 sentences, 6-way parallel
+PAPER_SENTENCES = 4000
+
+
+def subset_languages(letters: str) -> list[str]:
+    """``"efsr"`` -> ``["eng", "fra", "spa", "rus"]``."""
+    return [LETTERS[ch] for ch in letters]
+
+
+def read_paper_values() -> list[dict]:
+    """The lines of ``paper_values/schwenk_douze_2017.csv``."""
+    text = resources.files("laser_repro.reporting.paper_values").joinpath(PAPER_CSV).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def paper_rows(table: int) -> list[dict]:
+    """The rows of one paper table in the paper's order: ``{"row_id", "block", "system", "printed":
+    {column: value as printed, "" for a dash}, "source": {column: source}}``."""
+    rows: dict[str, dict] = {}
+    for line in read_paper_values():
+        if int(line["table"]) != table:
+            continue
+        row = rows.setdefault(line["row_id"], {"row_id": line["row_id"], "block": line["block"],
+                                               "system": line["system"], "printed": {}, "source": {}})
+        row["printed"][line["column"]] = line["value"]
+        row["source"][line["column"]] = line["source"]
+    return list(rows.values())
+
+
+# ---- values -----------------------------------------------------------------------------------------------
+def _mean(matrix: Mapping | None, languages: Sequence[str]) -> float | None:
+    if matrix is None:
+        return None
+    try:
+        return mean_over(matrix, languages)
+    except KeyError:  # no encoder for one of the languages
+        return None
+
+
+def _pairs_mean(matrix: Mapping | None, keys: list[str]) -> float | None:
+    if matrix is None or any(k not in matrix["pairs"] for k in keys):
+        return None
+    return sum(matrix["pairs"][k] for k in keys) / len(keys)
+
+
+def cell_value(table: int, row_id: str | None, column: str, matrix: Mapping | None) -> float | None:
+    """Our value of one cell from a similarity-error matrix (None where it has none)."""
+    if matrix is None:
+        return None
+    if table == 4:
+        src = row_id.split(".", 1)[1] if row_id else "all"
+        if src != "all" and column != "all":
+            return None if src == column else matrix["pairs"].get(pair_key(src, column))
+        if src == "all" and column == "all":
+            return _mean(matrix, LANGUAGES)
+        if column == "all":  # the mean over the targets of one source
+            return _pairs_mean(matrix, [pair_key(src, q) for q in LANGUAGES if q != src])
+        return _pairs_mean(matrix, [pair_key(p, column) for p in LANGUAGES if p != column])
+    if column not in COLUMN_SUBSETS:  # Table 3's coefficients: nothing of ours
+        return None
+    return _mean(matrix, subset_languages(COLUMN_SUBSETS[column]))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _paper(printed: str) -> float | None:
+    return float(printed) if printed not in (None, "") else None
+
+
+def claims(result: Mapping, row_id: str) -> bool:
+    """Whether a results entry stands for a paper row (its ``paper_rows`` are fnmatch patterns: ``t4.*``)."""
+    return any(fnmatch(row_id, pattern) for pattern in result.get("paper_rows") or ())
+
+
+def _check_results(results: Sequence[Mapping]) -> None:
+    names = [r.get("name") for r in results]
+    if any(not n for n in names) or len(set(names)) != len(names):
+        raise ValueError(f"every results entry needs a distinct name, got {names}")
+    ids = [line["row_id"] for line in read_paper_values()]
+    for r in results:
+        if not isinstance(r.get("similarity"), Mapping) or "pairs" not in r["similarity"]:
+            raise ValueError(f"results entry {r['name']}: no similarity-error matrix ('similarity')")
+        for pattern in r.get("paper_rows") or ():
+            if not any(fnmatch(i, pattern) for i in ids):
+                raise ValueError(f"results entry {r['name']}: paper row {pattern!r} matches no row of "
+                                 f"{PAPER_CSV}")
+
+
+def table_cells(table: int, results: Sequence[Mapping], tfidf: Mapping | None) -> list[dict]:
+    """The CSV lines of one table: every paper row with every column (repeated per model claiming it),
+    then (Tables 1 and 2) our models that claim no paper row."""
+    cells = []
+
+    def add(row: dict, result: Mapping | None, printed: Mapping[str, str]) -> None:
+        similarity = None if result is None else result["similarity"]
+        init = None if result is None else result.get("init")
+        for column in TABLE_COLUMNS[table]:
+            paper = _paper(printed.get(column, ""))
+            ours = _round(cell_value(table, row["row_id"], column, similarity))
+            cells.append({
+                "table": table, "row_id": row["row_id"], "block": row["block"], "system": row["system"],
+                "column": column, "paper": printed.get(column, ""), "ours": ours,
+                "delta": None if ours is None or paper is None else round(ours - paper, 2),
+                "init": _round(cell_value(table, row["row_id"], column, init)),
+                "tfidf": _round(cell_value(table, row["row_id"], column, tfidf)),
+                "model": result["name"] if result else ""})
+
+    for row in paper_rows(table):
+        claimants = [r for r in results if claims(r, row["row_id"])]
+        for result in claimants or [None]:
+            add(row, result, row["printed"])
+    if table in (1, 2):
+        for result in results:
+            if not result.get("paper_rows"):
+                add({"row_id": f"ours.{result['name']}", "block": "(ours only)",
+                     "system": result.get("description") or result["name"]}, result, {})
+    return cells
+
+
+# ---- Markdown ---------------------------------------------------------------------------------------------
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.2f}".replace("-", "−")
+
+
+def _md_cell(cell: dict, *, with_delta: bool = True) -> str:
+    """Claimed rows: ``ours (paper; Δ)``; paper rows nobody claims: the paper's value alone."""
+    paper = cell["paper"] or "–"
+    if not cell["model"]:
+        return paper
+    if cell["block"] == "(ours only)":
+        return _num(cell["ours"])
+    if cell["ours"] is None and not cell["paper"]:
+        return "–"
+    delta = f"; Δ {_signed(cell['delta'])}" if with_delta and cell["delta"] is not None else ""
+    return f"{_num(cell['ours'])} ({paper}{delta})"
+
+
+def _rows_of(cells: list[dict]) -> list[list[dict]]:
+    """Cells grouped by (row, model) in order."""
+    rows: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        rows.setdefault((cell["row_id"], cell["model"]), []).append(cell)
+    return list(rows.values())
+
+
+def _sentences(results: Sequence[Mapping], tfidf: Mapping | None) -> str:
+    sizes = {r["name"]: r["similarity"].get("sentences") for r in results}
+    if tfidf is not None:
+        sizes["TF-IDF"] = tfidf.get("sentences")
+    distinct = set(sizes.values())
+    if not distinct:
+        return "no model of ours"
+    if len(distinct) == 1:
+        return f"S = {distinct.pop()} sentences per language"
+    return "S = " + ", ".join(f"{n} ({name})" for name, n in sizes.items()) + " sentences per language"
+
+
+def _intro(table: int, results: Sequence[Mapping], tfidf: Mapping | None, run_name: str) -> str:
+    what = {4: "Each cell: **ours (paper)**, the error (%) searching the column's language with the row's "
+               "sentences; *All* = mean over the other five languages (row: targets, last row: sources), "
+               "*All/All* = mean over the 30 ordered pairs.",
+            3: "The coefficients (1, 2, 3 inputs) are the paper's resampling coefficients of the 1:1, 2:1 and "
+               "3:1 mini-batches; the error is that of system efs-a, over the 6 ordered pairs of eng, fra, spa."}
+    text = (f"Similarity error (%) of {PAPER} (Algorithm 1): for every ordered language pair (p, q), p ≠ q, and "
+            f"every sentence of p, its nearest neighbour by cosine among all S sentences of q; an error when it "
+            f"is not its translation. A column named by letters (e=eng, f=fra, s=spa, r=rus, a=ara, z=cmn) is "
+            f"the mean over the ordered pairs among its languages (the paper's \"#pairs\" 6, 10, 15, 21 count "
+            f"unordered pairs, but its footnotes and Table 4 average the ordered ones, n(n−1)). Our eval set: "
+            f"{_sentences(results, tfidf)}; the paper's figures are on UN Dev (S = {PAPER_SENTENCES}, six-way "
+            f"parallel), so the absolute values are comparable only in the paper configuration. "
+            f"{what.get(table, '')} Rows one of our models stands for show **ours (paper; Δ = ours − paper)**; "
+            f"the other paper rows the paper's value alone; – = no value (no encoder for one of the column's "
+            f"languages, or not reported). Baselines on the same sentences: *random init* = the same encoder "
+            f"at its initialization (0 updates), *TF-IDF* = character 1–4-gram TF-IDF cosine of the raw "
+            f"sentences (no learning). Run `{run_name}`.")
+    if results:
+        text += "\n\nOur models:\n" + "\n".join(
+            f"- `{r['name']}`: {r.get('description') or ''}"
+            f" (stands for: {', '.join(r.get('paper_rows') or []) or 'no paper row'})" for r in results)
+    return text
+
+
+def _baseline_md_row(label: str, cells: list[dict], key: str, lead: int) -> str:
+    return "| " + " | ".join([label] + [""] * (lead - 1) + [_num(c[key]) for c in cells]) + " |\n"
+
+
+def _write_md_rows(f, table: int, cells: list[dict], results: Sequence[Mapping], tfidf) -> None:
+    columns = TABLE_COLUMNS[table]
+    f.write("| block | system | model | " + " | ".join(HEADERS[c] for c in columns) + " |\n")
+    f.write("|---|---|---|" + "---:|" * len(columns) + "\n")
+    with_init = {r["name"] for r in results if r.get("init") is not None}
+    for row in _rows_of(cells):
+        first = row[0]
+        model = f"`{first['model']}`" if first["model"] else ""
+        f.write(f"| {first['block']} | {first['system']} | {model} | "
+                + " | ".join(_md_cell(c) for c in row) + " |\n")
+        if first["model"] in with_init:
+            f.write(_baseline_md_row("↳ random init", row, "init", 3))
+    if tfidf is not None:
+        f.write(_baseline_md_row("TF-IDF (no learning)", _rows_of(cells)[0], "tfidf", 3))
+
+
+def _write_md_matrix(f, cells: list[dict], results: Sequence[Mapping], tfidf) -> None:
+    columns = TABLE_COLUMNS[4]
+    header = "| source \\ target | " + " | ".join(HEADERS.get(c, c) for c in columns) + " |\n"
+    rule = "|---|" + "---:|" * len(columns) + "\n"
+    rows = _rows_of(cells)
+    f.write(header + rule)
+    for row in rows:
+        f.write(f"| {row[0]['system']} | " + " | ".join(_md_cell(c, with_delta=False) for c in row) + " |\n")
+    models = list(dict.fromkeys(c["model"] for c in cells if c["model"]))
+    for name in models:
+        init = next((r.get("init") for r in results if r["name"] == name), None)
+        if init is None:
+            continue
+        f.write(f"\nRandom init of `{name}`:\n\n" + header + rule)
+        for row in rows:
+            f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["init"]) if c["model"] == name else "·"
+                                                             for c in row) + " |\n")
+    if tfidf is not None:
+        f.write("\nTF-IDF (no learning):\n\n" + header + rule)
+        for row in rows:
+            f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["tfidf"]) for c in row) + " |\n")
+
+
+def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, run_name: str) -> list[Path]:
+    """``table1.md/.csv`` ... ``table4.md/.csv`` in ``out_dir``: every paper row of Schwenk & Douze 2017
+    Tables 1-4, ours beside the rows our models claim (see the module docstring), the random-init and
+    TF-IDF baselines on the same sentences. Returns the written paths."""
+    results = list(results)
+    _check_results(results)
+    out_dir = Path(out_dir)
+    written = []
+    for table in (1, 2, 3, 4):
+        cells = table_cells(table, results, tfidf)
+        csv_path, md_path = out_dir / f"table{table}.csv", out_dir / f"table{table}.md"
+        with atomic_output(csv_path) as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows({k: fmt2(c[k], missing="") for k in CSV_FIELDS} for c in cells)
+        with atomic_output(md_path) as f:
+            f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
+            f.write(_intro(table, results, tfidf, run_name) + "\n\n")
+            if table == 4:
+                _write_md_matrix(f, cells, results, tfidf)
+            else:
+                _write_md_rows(f, table, cells, results, tfidf)
+        written += [md_path, csv_path]
+    return written
+
+
+# ---- command line -----------------------------------------------------------------------------------------
+def cmd_tables(a):
+    """Our models' entries: the label and paper rows from the config (``--models``, in the order of
+    ``--similarity``), the scores from each model's similarity JSON (``laser-repro similarity``)."""
+    import json
+
+    from laser_repro.core.textio import read_json
+
+    models = json.loads(a.models)  # a list, in the order of --similarity
+    if len(models) != len(a.similarity):
+        raise SystemExit(f"multienc-tables: {len(models)} models but {len(a.similarity)} --similarity files")
+    if len(a.tfidf) > 1:
+        raise SystemExit("multienc-tables: the models were validated on different sentences "
+                         f"({', '.join(a.tfidf)}): one table compares models on the same N-way data")
+    results = []
+    for spec, path in zip(models, a.similarity):
+        scores = read_json(path)
+        results.append({"name": spec["name"], "description": spec.get("description") or spec["name"],
+                        "paper_rows": list(spec.get("paper_rows", [])),
+                        "similarity": scores["similarity"], "init": scores.get("init")})
+    tfidf = read_json(a.tfidf[0]) if a.tfidf else None
+    for path in write_tables(results, tfidf, a.out_dir, run_name=a.run_name):
+        print(path)
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("multienc-tables", help="Schwenk & Douze 2017 Tables 1-4: our similarity errors "
+                                               "beside the paper's, with the random-init and TF-IDF baselines")
+    s.add_argument("--similarity", nargs="+", required=True, metavar="JSON",
+                   help="per model: {similarity, init} (laser-repro similarity)")
+    s.add_argument("--models", required=True, metavar="JSON",
+                   help='[{"name", "description", "paper_rows"}, ...] in the order of --similarity')
+    s.add_argument("--tfidf", nargs="*", default=[], metavar="JSON", help="the TF-IDF baseline's similarity-error matrix")
+    s.add_argument("--out-dir", required=True, help="writes table1.md/.csv ... table4.md/.csv")
+    s.add_argument("--run-name", required=True)
+    s.set_defaults(func=cmd_tables)

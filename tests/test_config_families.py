@@ -1,0 +1,202 @@
+"""Config validation of the model families: `models` (one schema per family), `nway_data`, and their
+checks against the corpora and the LASER model of the run (config/schwenk_douze_small.yaml,
+config/compare.yaml)."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from laser_repro import config
+from laser_repro.config import ConfigError, Plan
+
+REPO = Path(__file__).resolve().parents[1]
+SD_SMALL = REPO / "config" / "schwenk_douze_small.yaml"
+COMPARE = REPO / "config" / "compare.yaml"
+SIX = ["eng", "fra", "spa", "rus", "ara", "cmn"]
+
+
+def _sd() -> dict:
+    return yaml.safe_load(SD_SMALL.read_text(encoding="utf-8"))
+
+
+def _write(tmp_path: Path, cfg: dict, name: str = "cfg.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(ConfigError) as err:
+        config.load(path)
+    return str(err.value)
+
+
+def _line_of(path: Path, text: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    hits = [i for i, line in enumerate(lines, 1) if text in line]
+    assert len(hits) == 1, (text, hits)
+    return hits[0]
+
+
+def test_schwenk_douze_small_loads(tmp_path):
+    path = tmp_path / "sd.yaml"
+    path.write_text(SD_SMALL.read_text(encoding="utf-8"), encoding="utf-8")
+    cfg = config.load(path)
+    plan = Plan(cfg)
+    assert plan.laser is False
+    assert plan.variants == {}
+    assert plan.bitexts == [] and plan.compared_models == {}
+    assert {"bilstm_efsra-z", "bilstm_efsraz-all", "lstm_efsra-z", "lstm_efsraz-all"} <= set(plan.multienc)
+    settings = plan.multienc_settings("bilstm_efsraz-all")
+    assert settings["languages"] == SIX
+    assert settings["paths"]["targets"] == "all"
+    assert settings["paths"]["sources"] == SIX
+    assert settings["paths"]["inputs"] == {"1": 1.0}  # schema default
+    assert settings["model"]["encoder"] == {"kind": "bilstm_max", "layers": 1, "hidden": 128}
+    assert settings["model"]["dropout"] == 0.2       # schema default
+    assert settings["train"]["lr"] == 0.005 and settings["train"]["cpu_processes"] == 1
+    one_to_one = plan.multienc_settings("lstm_efsra-z")
+    assert one_to_one["paths"]["targets"] == ["cmn"]
+    assert plan.encoder_languages("lstm_efsra-z") == ["eng", "fra", "spa", "rus", "ara"]
+    # defaults of nway_data
+    assert cfg["nway_data"]["flores6"]["max_words"] == 50
+
+
+def test_model_defaults_filled():
+    cfg = _sd()
+    model = cfg["models"]["lstm_efsra-z"]
+    del model["train"], model["embed_dim"], model["decoder"]
+    out = config.validate(cfg)
+    m = out["models"]["lstm_efsra-z"]
+    assert m["train"]["lr"] == 0.001
+    assert m["train"]["optimizer"] == "adam" and m["train"]["batch_size"] == 96
+    assert m["embed_dim"] == 384
+    assert m["decoder"] == {"layers": 1, "hidden": 512}
+    assert m["paper_rows"] == ["t1.lstm3x512.efsrz-z", "t2.lstm3x512.efsra-z"]
+    # the other models keep their own settings
+    assert out["models"]["lstm_efsraz-all"]["train"]["lr"] == 0.005
+    assert out["models"]["lstm_efsraz-all"]["embed_dim"] == 64
+
+
+def test_encoder_key_typo(tmp_path):
+    text = SD_SMALL.read_text(encoding="utf-8")
+    old = "encoder: {kind: lstm_last, layers: 1, hidden: 256}"
+    assert text.index(old) < text.index("lstm_efsraz-all:")  # the first one: model lstm_efsra-z
+    path = tmp_path / "typo.yaml"
+    path.write_text(text.replace(old, "encoder: {kind: lstm_last, layers: 1, hiden: 256}", 1), encoding="utf-8")
+    msg = _error(path)
+    line = _line_of(path, "hiden: 256")
+    assert f"typo.yaml:{line}: models.lstm_efsra-z.encoder.hiden: unknown key" in msg
+    assert "did you mean 'hidden'" in msg
+
+
+def test_unknown_family(tmp_path):
+    cfg = _sd()
+    cfg["models"]["bilstm_efsra-z"]["family"] = "multienk"
+    path = _write(tmp_path, cfg)
+    msg = _error(path)
+    assert "models.bilstm_efsra-z.family: 'multienk' is not a model family" in msg
+    assert "known: multienc" in msg
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "family: multienk" in text)
+    assert f"cfg.yaml:{line}: models.bilstm_efsra-z.family" in msg
+
+
+def test_model_data_not_an_nway_entry(tmp_path):
+    cfg = _sd()
+    cfg["models"]["lstm_efsraz-all"]["data"] = "nope"
+    msg = _error(_write(tmp_path, cfg))
+    assert "cfg.yaml" in msg
+    assert "models.lstm_efsraz-all.data: 'nope' is not an nway_data entry" in msg
+    assert "flores6" in msg
+
+
+def test_path_source_not_an_nway_language(tmp_path):
+    cfg = _sd()
+    cfg["models"]["lstm_efsra-z"]["paths"]["sources"] = ["eng", "fra", "deu"]
+    msg = _error(_write(tmp_path, cfg))
+    assert "models.lstm_efsra-z.paths.sources: ['deu'] not among the languages of nway_data.flores6" in msg
+
+
+def test_path_target_not_an_nway_language(tmp_path):
+    cfg = _sd()
+    cfg["models"]["lstm_efsra-z"]["paths"]["targets"] = ["deu"]
+    msg = _error(_write(tmp_path, cfg))
+    assert "models.lstm_efsra-z.paths.targets: ['deu']" in msg
+
+
+def test_nway_data_corpus_not_nway(tmp_path):
+    cfg = _sd()
+    cfg["corpora"].append({"name": "opus_x", "kind": "opus", "corpus": "Tatoeba", "version": "v2023-04-12",
+                           "languages": ["fra", "spa"]})
+    cfg["nway_data"]["flores6"]["corpus"] = "opus_x"
+    msg = _error(_write(tmp_path, cfg))
+    assert "nway_data.flores6.corpus: 'opus_x' is not an N-way local corpus" in msg
+    cfg["nway_data"]["flores6"]["corpus"] = "absent"
+    msg = _error(_write(tmp_path, cfg))
+    assert "nway_data.flores6.corpus: 'absent' is not an N-way local corpus" in msg
+
+
+def test_nway_data_language_not_in_corpus(tmp_path):
+    cfg = _sd()
+    cfg["nway_data"]["flores6"]["languages"] = SIX + ["deu"]
+    msg = _error(_write(tmp_path, cfg))
+    assert "nway_data.flores6.languages: ['deu'] not among the languages of corpus 'flores200_dev'" in msg
+
+
+def test_nway_data_bad_heldout(tmp_path):
+    cfg = _sd()
+    cfg["nway_data"]["flores6"]["valid"] = {"heldout_lines": [900, 800]}
+    msg = _error(_write(tmp_path, cfg))
+    assert "nway_data.flores6.valid.heldout_lines: need 0 <= start < stop" in msg
+
+
+def test_flores_eval_without_laser_model(tmp_path):
+    cfg = _sd()
+    cfg["flores_eval"] = {"corpus": "flores200_dev", "heldout_lines": [797, 997], "languages": ["fra", "spa"]}
+    msg = _error(_write(tmp_path, cfg))
+    assert "flores_eval: scores the LASER model" in msg
+
+
+def test_compare_config(tmp_path):
+    cfg = config.load(COMPARE)
+    plan = Plan(cfg)
+    assert plan.laser is True
+    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc"}
+    assert list(plan.variants) == ["base"]
+
+
+def test_compare_config_other_heldout_lines_not_compared():
+    cfg = yaml.safe_load(COMPARE.read_text(encoding="utf-8"))
+    cfg["nway_data"]["flores6"]["valid"] = {"heldout_lines": [700, 900]}
+    assert Plan(config.validate(cfg)).compared_models == {}
+
+
+def test_multienc_model_named_like_laser_model(tmp_path):
+    cfg = yaml.safe_load(COMPARE.read_text(encoding="utf-8"))
+    cfg["models"]["base"] = cfg["models"].pop("schwenk_douze")
+    msg = _error(_write(tmp_path, cfg))
+    assert "models.base: the name of a LASER model of this run" in msg
+
+
+def test_m_to_1_inputs_with_all_targets(tmp_path):
+    cfg = _sd()
+    cfg["models"]["lstm_efsraz-all"]["paths"]["inputs"] = {"2": 1.0}
+    msg = _error(_write(tmp_path, cfg))
+    assert "models.lstm_efsraz-all.paths: " in msg
+    assert "'targets': 'all' (1:N) takes one source per batch" in msg
+    # the same inputs with fixed targets (M:1) are fine
+    cfg = _sd()
+    cfg["models"]["lstm_efsra-z"]["paths"]["inputs"] = {"1": 0.9, "2": 0.1}
+    out = config.load(_write(tmp_path, cfg, "ok.yaml"))
+    assert Plan(out).multienc_settings("lstm_efsra-z")["paths"]["inputs"] == {"1": 0.9, "2": 0.1}
+
+
+def test_validate_does_not_modify_input():
+    cfg = _sd()
+    before = copy.deepcopy(cfg)
+    config.validate(cfg)
+    assert cfg == before

@@ -1,0 +1,149 @@
+"""Several model families through the real Snakemake on the toy data (tests/toy/compare.yaml): a LASER
+model and two Schwenk & Douze models (family multienc) trained on the same FLORES-style split, the
+N-way data stage, the similarity error with its baselines, paper 004's Tables 1-4, the comparison
+table, provenance and lineage, and a rerun with nothing to do. Also the dry runs of the family
+configs (the paper's UN run offline: its URLs, no data)."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO, run_snakemake, run_toy
+
+TOY_COMPARE = REPO / "tests" / "toy" / "compare.yaml"
+VENV_BIN = sys.executable.rsplit("/", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc")
+    assert toy.proc.returncode == 0, toy.proc.stdout[-6000:] + toy.proc.stderr[-6000:]
+    return toy.workdir, toy.args
+
+
+def test_both_families_train_export_and_score_on_the_same_sentences(families):
+    workdir, _ = families
+    run = workdir / "results" / "toy_compare"
+    for name in ("toy_last", "toy_all"):
+        status = json.loads((run / "models" / name / "checkpoints" / "train_status.json").read_text())
+        assert status["family"] == "multienc" and status["status"] == "completed" and status["num_updates"] > 0
+        for encoder in ("encoder.pt", "encoder_init.pt"):  # tensors and plain types only
+            data = torch.load(run / "models" / name / encoder, weights_only=True)
+            assert data["family"] == "multienc"
+        scores = json.loads((run / "models" / name / "similarity.json").read_text())
+        assert scores["similarity"]["sentences"] == scores["init"]["sentences"] == 60
+        assert scores["similarity"]["pairs"] != scores["init"]["pairs"]
+    # a 1:1 system has no encoder for its fixed target (the paper's point): no pair with ara
+    last = json.loads((run / "models" / "toy_last" / "similarity.json").read_text())["similarity"]
+    assert len(last["pairs"]) == 4 * 3 and not any("ara" in p for p in last["pairs"])
+    every = json.loads((run / "models" / "toy_all" / "similarity.json").read_text())["similarity"]
+    assert len(every["pairs"]) == 6 * 5
+    # the N-way data: one BPE model and vocabulary, aligned splits, the held-out lines never trained on
+    stats = json.loads((run / "nway" / "toy" / "bpe" / "stats.json").read_text())
+    assert stats["train_lines"] == 340 and stats["valid_lines"] == 60
+    raw_valid = (run / "nway" / "toy" / "raw" / "valid.spa").read_text().splitlines()
+    flores_heldout = (run / "flores" / "raw" / "heldout.spa").read_text().splitlines()
+    assert raw_valid == flores_heldout  # the same sentences as LASER's FLORES xsim
+
+
+def test_embed_takes_any_family(families):
+    """`laser-repro embed --codes` on raw text with a multienc encoder: the family's own preparation
+    (Moses + its BPE) gives exactly the embeddings of its BPE'd validation text."""
+    import numpy as np
+
+    from laser_repro.models import registry
+
+    workdir, _ = families
+    run = workdir / "results" / "toy_compare"
+    out = workdir / "fra.npy"
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "embed", "--encoder", str(run / "models/toy_all/encoder.pt"),
+                           "--input", str(run / "nway/toy/raw/valid.fra"), "--lang", "fra", "--codes",
+                           str(run / "nway/toy/bpe/codes"), "--output", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = np.load(out)
+    encoder = registry.load_encoder(run / "models/toy_all/encoder.pt")
+    bpe = (run / "nway/toy/bpe/valid.fra").read_text().splitlines()
+    assert got.dtype == np.float32 and got.shape == (60, encoder.dim)
+    np.testing.assert_array_equal(got, encoder.embed(bpe, "fra"))
+
+
+def test_compare_table_puts_the_families_side_by_side(families):
+    workdir, _ = families
+    tables = workdir / "results" / "tables" / "toy_compare"
+    md = (tables / "compare_flores.md").read_text()
+    header = next(line for line in md.splitlines() if line.startswith("| lang |"))
+    assert header.split(" | ")[2:] == ["base", "base init", "toy_last", "toy_last init", "toy_all",
+                                       "toy_all init", "TF-IDF |"]
+    rows = list(csv.DictReader(open(tables / "compare_flores.csv", encoding="utf-8")))
+    cells = {(r["language"], r["system"]): r for r in rows}
+    assert {lang for lang, _ in cells} == {"avg", "fra", "spa", "rus", "ara", "cmn"}
+    assert cells[("ara", "toy_last")]["en_xx"] == ""  # no ara encoder: shown as –
+    laser = json.loads((workdir / "results" / "toy_compare" / "flores" / "base" / "scores.json").read_text())
+    assert float(cells[("rus", "base")]["en_xx"]) == laser["model"]["heldout"]["rus"]["en_xx"]
+    every = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "similarity.json").read_text())
+    assert float(cells[("rus", "toy_all")]["xx_en"]) == round(every["similarity"]["pairs"]["rus-eng"], 2)
+
+
+def test_schwenk_douze_tables_and_curves(families):
+    workdir, _ = families
+    tables = workdir / "results" / "tables" / "toy_compare" / "schwenk_douze_2017"
+    table1 = (tables / "table1.md").read_text()
+    assert "efsrz-all" in table1 and "1.20" in table1  # the paper's BiLSTM 1:N value beside ours
+    cells = list(csv.DictReader(open(tables / "table1.csv", encoding="utf-8")))
+    claimed = [c for c in cells if c["model"] == "toy_all" and c["ours"]]
+    assert len(claimed) == 4 and all(c["init"] and c["tfidf"] and c["paper"] for c in claimed)
+    last = [c for c in cells if c["model"] == "toy_last" and c["ours"]]
+    assert sorted(c["column"] for c in last) == ["efs", "efsr"]  # no encoder for a: as in the paper
+    assert "ours" in (tables / "table4.md").read_text() or "toy_all" in (tables / "table4.md").read_text()
+    assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_all.png").stat().st_size > 10000
+
+
+def test_lineage_and_rerun(families):
+    workdir, args = families
+    table = "results/tables/toy_compare/schwenk_douze_2017/table1.md"
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", table], cwd=workdir, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for step in ("multienc_train", "nway_bpe", "nway_text", "multienc_similarity"):
+        assert step in proc.stdout
+    rec = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "checkpoint_final.pt.prov.json").read_text())
+    assert rec["runtime"]["family"] == "multienc" and rec["config"]["models"]["toy_all"]["paths"]["targets"] == "all"
+    proc = run_snakemake(*args, "compare", "multienc", "-n")
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+def _job_counts(out: str) -> dict:
+    counts = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+@pytest.mark.parametrize("config, trained", [("config/schwenk_douze_2017.yaml", {"multienc_train": 31}),
+                                             ("config/schwenk_douze_small.yaml", {"multienc_train": 5}),
+                                             ("config/compare.yaml", {"multienc_train": 1, "laser_train": 1})])
+def test_family_configs_dry_run(config, trained, tmp_path):
+    """Offline, data_root null: each config plans its downloads from the real URLs (the UN corpus in
+    4 parts, joined), every system of its paper, and the comparison."""
+    proc = run_snakemake("--configfile", str(REPO / config), "--directory", str(tmp_path), "-n", "-p", timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = _job_counts(out)
+    assert {k: counts.get(k) for k in trained} == trained
+    if "2017" in config:
+        for part in range(4):
+            assert f"https://conferences.unite.un.org/uncorpus/Home/DownloadFile?filename=UNv1.0.6way.tar.gz.0{part}" in out
+        assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("join_archive_parts") == 1
+        assert counts.get("multienc_tables") == 1 and "compare_flores" not in counts
+    else:
+        assert "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz" in out
+    if "compare" in config:
+        assert counts.get("compare_flores") == 1

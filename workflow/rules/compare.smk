@@ -1,0 +1,30 @@
+# Model families on the same data (config/compare.yaml): one FLORES xsim table with the LASER model and
+# every other model validated on the held-out FLORES lines of flores_eval, beside TF-IDF and each
+# model at update 0 (laser_repro.reporting.compare).
+
+
+rule compare_flores:
+    input:
+        laser=lambda w: list(compare_scores("laser").values()),
+        multienc=lambda w: list(compare_scores("multienc").values()),
+        tfidf=f"{RUN}/flores/tfidf.json",
+    output:
+        md="results/tables/{run}/compare_flores.md",
+        csv=report("results/tables/{run}/compare_flores.csv", category="Similarity search", caption="../report/table.rst"),
+    log:
+        "results/{run}/logs/compare_flores.log",
+    params:
+        laser=lambda w: [f"{n}={p}" for n, p in compare_scores("laser").items()],
+        multienc=lambda w: [f"{n}={p}" for n, p in compare_scores("multienc").items()],
+        models=lambda w: shell_quote_json([{"name": name, "family": f, "description": "LASER (this run's model section)"
+                                            if f == "laser" else MULTIENC[name].get("description", name)}
+                                           for name, f in PLAN.compared_models.items()]),
+        langs=lambda w: list(PLAN.flores_languages),
+        heldout=lambda w: list(FLORES["heldout_lines"]),
+        run=CFG["run_name"],
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro compare-flores --laser {params.laser:q} --multienc {params.multienc:q}"
+               " --models {params.models} --tfidf {input.tfidf:q} --langs {params.langs:q}"
+               " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}")

@@ -1,0 +1,266 @@
+# Input functions and paths of the LASER model's rules (included only when the config has the LASER
+# model section): its variants, FLORES xsim, the evaluation tasks' data, the ablation tables.
+# ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
+VARIANTS = PLAN.variants
+METRICS = f"{RUN}/metrics"
+
+
+def buildable(variant):
+    """A variant can be trained: the NLI ones need MultiNLI."""
+    return not VARIANTS[variant].nli_weight or task_ready("xnli")
+
+
+def train_inputs(w):
+    variant = VARIANTS[w.variant]
+    files = {"bin": binarized_files(variant.pairs), "dict": f"{RUN}/bin/dict.txt"}
+    if FLORES:  # held-out pairs: the loss on the learning curves
+        files["valid"] = binarized_files([p for p in variant.pairs if p in PLAN.curve_pairs], split="valid")
+    if variant.nli_weight:
+        files["nli"] = f"{RUN}/bin/nli/train.label.npy"
+    return files
+
+
+def train_settings(name, input):
+    variant = VARIANTS[name]
+    settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
+                "model": dict(variant.model), "train": CFG["train"]}
+    if FLORES:
+        settings["curves"] = dict(FLORES["curves"])
+    nli = PLAN.nli_settings(variant)
+    if nli:
+        settings["nli"] = {"data": input.nli.removesuffix(".label.npy"), "weight": nli["weight"]}
+        settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
+    return settings
+
+
+def encoder(w):
+    return f"{RUN}/models/{w.variant}/encoder.pt"
+
+
+def init_encoder(w):
+    """The same encoder at update 0 (the random-initialization baseline of the similarity tables)."""
+    return f"{RUN}/models/{w.variant}/encoder_init.pt"
+
+
+# ---- FLORES xsim (flores_eval) ----------------------------------------------------------------------------
+FLORES = PLAN.flores_eval
+FLORES_DIR = f"{RUN}/flores"
+
+
+def flores_raw_file(lang):
+    return local_corpus_file(FLORES["corpus"], lang)
+
+
+def flores_texts(kind, langs=None):
+    """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
+    from laser_repro.evaluation.flores import SPLITS
+
+    if not FLORES:
+        return []
+    langs = ["eng", *PLAN.flores_languages] if langs is None else langs
+    return [f"{FLORES_DIR}/{kind}/{split}.{lang}" for lang in langs for split in SPLITS]
+
+
+def bpe_train_files():
+    return [f"{RUN}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in PLAN.pairs for lang in (src, tgt)]
+
+
+def binarized_files(pairs=None, split="train"):
+    """The binarized pairs (default: all pairs of the config); split valid: their held-out FLORES lines."""
+    return [f"{RUN}/bin/{split}.{src}-{tgt}.{lang}.{ext}"
+            for src, tgt in (PLAN.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
+
+
+# ---- evaluation data (Tables 2-4, 8; WMT similarity) ----------------------------------------------
+EVAL = CFG.get("evaluation", {})
+TABLES = f"results/tables/{CFG['run_name']}"
+EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
+
+
+def eval_input(url, path_template, sha256=None, **fields):
+    """Where an evaluation file comes from: <data_root>/... when data_root is set (read as is), else
+    the download destination resources/eval/<host>/<path> (rule download_eval, mirror-capable)."""
+    url = url.format(**fields)
+    if DATA_ROOT:
+        path = path_template.format(root=DATA_ROOT, **fields)
+        return raw(path, url)
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    dest = f"resources/eval/{parts.netloc}{parts.path}"
+    EVAL_DOWNLOADS[dest] = (url, sha256)
+    return dest
+
+
+def missing_note(task, files, how=""):
+    """None when every input of a task is there (or will be downloaded); else the table's note,
+    with the command that fetches each absent file into place."""
+    absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
+    if not absent:
+        return None
+    fetch = "; ".join(f"`laser-repro fetch --url {shlex.quote(RAW_URLS[f])} --dest {shlex.quote(f)}`"
+                      for f in absent if f in RAW_URLS)
+    return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
+            f"into resources/eval/). " if fetch else "") + how).strip()
+
+
+# ---- evaluation: data locations, input functions ---------------------------------------------------------------------------------
+def bucc_archive(xx, split):
+    """split: training (sentences + gold) or test (sentences only; the test gold is private)."""
+    cfg = EVAL["bucc"]
+    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get(bucc.archive_name(xx, split)),
+                      xx=bucc.bucc_code(xx), split=bucc.ARCHIVE_SPLITS[split])
+
+
+def xnli_zip():
+    cfg = EVAL["xnli"]
+    return eval_input(cfg["url"], cfg["path"], cfg["sha256"].get("XNLI-1.0.zip"))
+
+
+def multinli_zip():
+    cfg = EVAL["xnli"]
+    return eval_input(cfg["multinli_url"], cfg["multinli_path"], cfg["sha256"].get("multinli_1.0.zip"))
+
+
+def mldoc_file(lang, split):
+    from laser_repro.evaluation import mldoc
+
+    cfg = EVAL["mldoc"]
+    directory = cfg["path"].format(root=DATA_ROOT)
+    return str(mldoc.expected_files(directory, [lang], cfg["train_size"], check=False)[lang][split])
+
+
+def wmt_archives():
+    from laser_repro.evaluation import wmt
+
+    cfg = EVAL["wmt"]
+    return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
+            for url, sha256 in wmt.test_set_downloads(cfg["test_set"], cfg["sha256"])]
+
+
+def wmt_languages():
+    """English and the configured languages the test set pairs with it (others: absent in its table)."""
+    from laser_repro.evaluation import wmt
+
+    cfg = EVAL["wmt"]
+    present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])
+    return [code for code in cfg["languages"] if code == "eng" or code in present]
+
+
+TASK_MISSING = {}
+if "bucc" in EVAL:
+    TASK_MISSING["bucc"] = missing_note(
+        "bucc", [bucc_archive(xx, s) for xx in EVAL["bucc"]["languages"] for s in ("training", "test")])
+if "xnli" in EVAL:
+    TASK_MISSING["xnli"] = missing_note(
+        "xnli", [xnli_zip(), multinli_zip()])
+if "mldoc" in EVAL:
+    if not EVAL["mldoc"].get("path"):
+        TASK_MISSING["mldoc"] = ("data missing: evaluation.mldoc.path is not set. MLDoc is built from Reuters "
+                                 "RCV1/RCV2 (licensed by NIST): request the corpora, generate the files with "
+                                 "https://github.com/facebookresearch/MLDoc and set evaluation.mldoc.path.")
+    elif "{root}" in EVAL["mldoc"]["path"] and not DATA_ROOT:
+        TASK_MISSING["mldoc"] = (f"data missing: evaluation.mldoc.path ({EVAL['mldoc']['path']}) uses {{root}} but "
+                                 "data_root is null: set data_root, or give the MLDoc directory as a plain path.")
+    else:
+        TASK_MISSING["mldoc"] = missing_note(
+            "mldoc", [mldoc_file(lang, split) for lang in EVAL["mldoc"]["languages"]
+                      for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
+            "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
+if "wmt" in EVAL:
+    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
+
+
+def task_ready(task):
+    return task in EVAL and TASK_MISSING.get(task) is None
+
+
+def missing_arg(task):
+    """--missing NOTE for a table whose task cannot run (not configured, or data absent)."""
+    if task not in EVAL:
+        note = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
+    else:
+        note = TASK_MISSING.get(task)
+    import shlex
+
+    return "" if note is None else f"--missing {shlex.quote(note)}"
+
+
+def emb(task, name, lang, variant="{variant}"):
+    """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given)."""
+    return f"{RUN}/eval/{task}/{variant}/emb/{name}.{lang}.npy"
+
+
+def xnli_classify_inputs(w):
+    langs = EVAL["xnli"]["languages"]
+    v = w.variant
+    files = {"train": [emb("xnli", "train-p", "eng", v), emb("xnli", "train-h", "eng", v),
+                       f"{RUN}/eval/xnli/labels/train.eng.tsv"],
+             "dev": [emb("xnli", "dev-p", "eng", v), emb("xnli", "dev-h", "eng", v),
+                     f"{RUN}/eval/xnli/labels/dev.eng.tsv"]}
+    for lang in langs:
+        files[f"test_{lang}"] = [emb("xnli", "test-p", lang, v), emb("xnli", "test-h", lang, v),
+                                 f"{RUN}/eval/xnli/labels/test.{lang}.tsv"]
+    return files
+
+
+def mldoc_classify_inputs(w):
+    v = w.variant
+    files = {"train": [emb("mldoc", "train", "eng", v), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
+             "dev": [emb("mldoc", "dev", "eng", v), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
+    for lang in EVAL["mldoc"]["languages"]:
+        files[f"test_{lang}"] = [emb("mldoc", "test", lang, v), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
+    return files
+
+
+def variant_scores(variant):
+    """The score files of every task that can run, for one variant: the inputs of its metrics."""
+    files = {"tatoeba": [f"{RUN}/tatoeba/{variant}/scores/{lang}.json" for lang in PLAN.tatoeba_seen]}
+    if task_ready("bucc"):
+        files["bucc"] = [f"{RUN}/eval/bucc/{variant}/scores/{xx}.json" for xx in EVAL["bucc"]["languages"]]
+    for task in ("xnli", "mldoc", "wmt"):
+        if task_ready(task):
+            files[task] = [f"{RUN}/eval/{task}/{variant}/scores.json"]
+    if FLORES:
+        files["flores"] = [f"{FLORES_DIR}/{variant}/scores.json"]
+    return files
+
+
+# ---- ablation tables (Tables 5-7) ----------------------------------------------------------------------
+TABLE_ABLATION = {n: a for n, (a, _, _) in ABLATION_TABLES.items() if a in PLAN.ablation_rows}  # configured ones
+
+
+def table_rows(table):
+    """--rows of an ablation table: label, variant name, model trained, the paper's setting key, metrics file
+    (or why there is none)."""
+    rows = []
+    for r in PLAN.ablation_rows[TABLE_ABLATION[table]]:
+        row = {"label": r.label, "variant": r.name, "model": r.variant.name, "setting": r.setting, "metrics": None,
+               "note": ""}
+        if buildable(r.variant.name):
+            row["metrics"] = f"{METRICS}/{r.variant.name}.json"
+        else:
+            row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
+        rows.append(row)
+    return rows
+
+
+def missing_tasks():
+    """--missing-tasks of an ablation table: {task: why it has no scores in this run}."""
+    out = {}
+    for task in ("bucc", "xnli", "mldoc", "wmt"):
+        if task not in EVAL:
+            out[task] = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
+        elif TASK_MISSING.get(task):
+            out[task] = TASK_MISSING[task]
+    if not FLORES:
+        out["flores"] = "not configured: the config has no flores_eval"
+    return out
+
+
+def flores_targets():
+    """What the main command builds for FLORES: the table and one learning-curve figure per model."""
+    if not FLORES:
+        return []
+    return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]

@@ -1,0 +1,119 @@
+# Stages 4-6: binarize with fairseq-preprocess, train through our fairseq plugin, export the encoder.
+
+
+rule binarize_pair:
+    input:
+        src="results/{run}/bpe/train/{src}-{tgt}.{src}",
+        tgt="results/{run}/bpe/train/{src}-{tgt}.{tgt}",
+        dict="results/{run}/bin/dict.txt",
+    output:
+        multiext("results/{run}/bin/train.{src}-{tgt}.{src}", ".bin", ".idx"),
+        multiext("results/{run}/bin/train.{src}-{tgt}.{tgt}", ".bin", ".idx"),
+    log:
+        "results/{run}/logs/binarize/{src}-{tgt}.log",
+    params:
+        prefix=lambda w, input: input.src.removesuffix(f".{w.src}"),
+        dest=lambda w, input: os.path.dirname(input.dict),
+    resources:
+        mem_mb=2000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+               " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q}")
+
+
+# One model per variant (results/{run}/models/{variant}/): "base" is the model of Tables 1-4, 8, 9;
+# the ablation variants of Tables 5-7 differ from it in one setting (laser_repro.config.Plan.variants).
+# The checkpoint directory is deliberately not an output: Snakemake deletes outputs before a job
+# runs, and a rerun must resume from checkpoint_last.pt. checkpoint_final.pt marks completion.
+# Processes: locally one per GPU (torchrun), or train.cpu_processes without GPU. With Snakemake's
+# `mpi` resource set (the SLURM profile: mpi="srun", tasks = GPUs, optional nodes) one worker per
+# SLURM task. A worker that gets SIGTERM/SIGUSR1 saves checkpoint_last.pt and exits with 75, and
+# the retried job resumes from it.
+# Besides the final checkpoint: the model at update 0 (same seed; the random-encoder baseline) and, with
+# flores_eval, the learning curves measured during training (laser_repro.evaluation.curves).
+TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
+                 "initial": "results/{run}/models/{variant}/checkpoint_init.pt"}
+if FLORES:
+    TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
+
+
+rule laser_train:
+    input:
+        unpack(train_inputs),
+    output:
+        **TRAIN_OUTPUTS,
+    log:
+        "results/{run}/logs/{variant}/train.log",
+    benchmark:
+        "results/{run}/benchmarks/{variant}/train.tsv"
+    params:
+        data=lambda w, input: os.path.dirname(input.dict),
+        # beside checkpoint_final.pt, not an output (see above)
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
+        curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if FLORES else "",
+        config_json=lambda w, input: shell_quote_json(train_settings(w.variant, input)),
+        launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
+    threads: workflow.cores
+    resources:
+        mem_mb=16000,
+        runtime=7200,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
+               " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
+               " --launcher {params.launcher:q} --settings {params.config_json}",
+               keys=["model", "train", "targets", "ablations", "flores_eval"])
+
+
+rule laser_export:
+    input:
+        "results/{run}/models/{variant}/checkpoint_final.pt",
+    output:
+        "results/{run}/models/{variant}/encoder.pt",
+    log:
+        "results/{run}/logs/{variant}/export.log",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro export --checkpoint {input:q} --output {output:q}")
+
+
+use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
+    input:
+        "results/{run}/models/{variant}/checkpoint_init.pt",
+    output:
+        "results/{run}/models/{variant}/encoder_init.pt",
+    log:
+        "results/{run}/logs/{variant}/export_init.log",
+
+
+# Table 6: the MultiNLI pairs of the XNLI classifier (evaluation.xnli's sample), BPE'd and binarized
+# with the joint dictionary for the NLI multitask variants.
+rule nli_binarize:
+    input:
+        premises="results/{run}/eval/xnli/text/train-p.eng.txt",
+        hypotheses="results/{run}/eval/xnli/text/train-h.eng.txt",
+        labels="results/{run}/eval/xnli/labels/train.eng.tsv",
+        codes="results/{run}/bpe/codes",
+        dict="results/{run}/bin/dict.txt",
+    output:
+        multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
+                 ".hypothesis.idx", ".label.npy"),
+    log:
+        "results/{run}/logs/binarize/nli.log",
+    params:
+        prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
+        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
+               " --lang eng --input {input.premises:q} --output {params.prefix:q}.premise.bpe"
+               " --lang eng --input {input.hypotheses:q} --output {params.prefix:q}.hypothesis.bpe"
+               " && laser-repro binarize-nli --premise {params.prefix:q}.premise.bpe"
+               " --hypothesis {params.prefix:q}.hypothesis.bpe --labels {input.labels:q} --dict {input.dict:q}"
+               " --dest-prefix {params.prefix:q} && rm {params.prefix:q}.premise.bpe {params.prefix:q}.hypothesis.bpe)",
+               keys=["preprocess", "evaluation.xnli"])
