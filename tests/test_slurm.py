@@ -100,9 +100,12 @@ def slurm_cluster(tmp_path_factory):
 
 
 def submissions(log: str) -> list[tuple[str, str]]:
-    """(SLURM job id, group_<name> or rule_<name>) of every sbatch the plugin made."""
-    return re.findall(r"^Job \S+ has been submitted with SLURM jobid (\d+) \(log: \S+/slurm_logs/([a-z]+_[a-z]+)",
-                      log, re.MULTILINE)
+    """(SLURM job id, group_<name> or rule_<name>) of every sbatch the plugin made. The plugin's log
+    directory is group_<group>_<its rules> or rule_<rule> (rule names hold underscores: laser_train)."""
+    found = re.findall(r"^Job \S+ has been submitted with SLURM jobid (\d+) \(log: \S+/slurm_logs/([a-z0-9_]+)/",
+                       log, re.MULTILINE)
+    return [(slurm_id, "group_" + unit.split("_")[1] if unit.startswith("group_") else unit)
+            for slurm_id, unit in found]
 
 
 def scheduled_units(log: str) -> dict:
@@ -186,7 +189,7 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
         # (threads 1 in the toy config), not their sum; train has the node's 2 CPUs
         # (jobs started by the backfill scheduler log no CPU count)
         if slurm_id in cpus:
-            assert cpus[slurm_id] == ("2" if unit == "rule_train" else "1"), (unit, cpus[slurm_id])
+            assert cpus[slurm_id] == ("2" if unit == "rule_laser_train" else "1"), (unit, cpus[slurm_id])
     assert any(slurm_id in queue for slurm_id, _ in subs) and cpus
     status = json.loads((workdir / "results" / "toy" / "models" / "base" / "checkpoints" / "train_status.json").read_text())
     train_log = (workdir / "results" / "toy" / "logs" / "base" / "train.log").read_text()
@@ -219,7 +222,7 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     (tmp_path / "snakemake-mpi.log").write_text(log)
     assert proc.returncode == 0, log[-8000:]
     # train and the export, nothing upstream
-    assert {rule for _, rule in submissions(log)} == {"rule_export", "rule_train"}, submissions(log)
+    assert {rule for _, rule in submissions(log)} == {"rule_laser_export", "rule_laser_train"}, submissions(log)
     status = json.loads((workdir / "results" / "toy" / "models" / "base" / "checkpoints" / "train_status.json").read_text())
     train_log = (workdir / "results" / "toy" / "logs" / "base" / "train.log").read_text()
     assert "--launcher srun" in log, log[-3000:]
