@@ -96,9 +96,11 @@ class Plan:
                 "train": dict(m["train"])}
 
     def encoder_languages(self, name: str) -> list[str]:
-        """The languages a multienc model has an encoder for: the sources of its training paths (a
-        fixed target has none, as in the paper)."""
-        return list(self.multienc[name]["paths"]["sources"])
+        """The languages a multienc model has an encoder for (a fixed target has none, as in the paper):
+        the training paths decide, as in training and export."""
+        from laser_repro.models.multienc.paths import TrainingPaths
+
+        return TrainingPaths(self.multienc[name]["paths"]).encoder_languages()
 
     def archive_parts(self, corpus: str) -> list[str]:
         """The URLs of a corpus archive published in parts (download.url a list), else []."""
