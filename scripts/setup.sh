@@ -12,5 +12,8 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c workflow/
 "${PIP[@]}" -r workflow/envs/requirements-build.txt
 "${PIP[@]}" --no-build-isolation -r workflow/envs/requirements-fairseq.txt
 "${PIP[@]}" -r workflow/envs/requirements.txt
+# fairseq-fixed declares torchaudio, whose newest wheel (2.11) is built for another torch and fails to load;
+# nothing here uses it (fairseq imports it only in its speech tasks), but transformers imports any installed one
+.venv/bin/python -m pip uninstall --disable-pip-version-check -q -y torchaudio
 "${PIP[@]}" --no-deps --no-build-isolation -e .
-.venv/bin/python -c 'import torch, fairseq, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
+.venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'

@@ -13,6 +13,7 @@ from laser_repro.models.base import Encoder, ModelFamily
 FAMILIES = {
     "laser": "laser_repro.models.laser.family:LaserFamily",
     "multienc": "laser_repro.models.multienc.family:MultiencFamily",
+    "labse": "laser_repro.models.labse.family:LabseFamily",
 }
 _loaded: dict[str, ModelFamily] = {}
 

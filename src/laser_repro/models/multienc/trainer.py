@@ -21,9 +21,9 @@ from typing import Callable, Mapping, Optional
 
 import numpy as np
 import torch
-import torch.distributed as dist
 
 from laser_repro.core.launch import Rank
+from laser_repro.models.collectives import Comm as _Comm, atomic_write as _atomic_write, derived_seed as _seed
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.multienc.data import batches, collate, load_split
@@ -70,59 +70,6 @@ def complete_settings(settings: Mapping) -> dict:
     out = {"languages": languages, "paths": settings["paths"],
            "model": complete_model_settings(settings.get("model", {})), "train": train}
     return json.loads(json.dumps(out))
-
-
-def _seed(*parts: int) -> int:
-    """A 32-bit seed derived from ``parts`` (e.g. seed, rank)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
-
-
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    write(tmp)
-    os.replace(tmp, path)
-
-
-class _Comm:
-    """The collectives training needs; no-ops for one process."""
-
-    def __init__(self, rank: Rank):
-        self.rank = rank
-        self.owns_group = False
-        if rank.distributed and not dist.is_initialized():
-            if rank.source == "srun":  # torchrun sets these itself
-                os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = rank.master_addr, str(rank.master_port)
-            dist.init_process_group("gloo", init_method="env://", rank=rank.rank, world_size=rank.world_size)
-            self.owns_group = True
-
-    def sum_(self, tensor: torch.Tensor) -> None:
-        if self.rank.distributed:
-            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
-
-    def any(self, flag: bool) -> bool:
-        """Whether ``flag`` is true on any rank (a stop request must stop every rank at the same update)."""
-        if not self.rank.distributed:
-            return bool(flag)
-        tensor = torch.tensor([int(bool(flag))])
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        return bool(tensor.item())
-
-    def broadcast_(self, tensor: torch.Tensor) -> None:
-        if self.rank.distributed:
-            dist.broadcast(tensor, src=0)
-
-    def rng_states(self) -> list[torch.Tensor]:
-        """Every rank's torch RNG state (dropout), in rank order."""
-        state = torch.get_rng_state()
-        if not self.rank.distributed:
-            return [state]
-        states = [torch.empty_like(state) for _ in range(self.rank.world_size)]
-        dist.all_gather(states, state)
-        return states
-
-    def close(self) -> None:
-        if self.owns_group:
-            dist.destroy_process_group()
 
 
 class _Training:

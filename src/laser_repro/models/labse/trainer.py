@@ -1,0 +1,431 @@
+"""LaBSE training, both stages, one rank at a time under the shared launcher (laser_repro.models.training):
+
+* ``stage: pretrain`` -- MLM + TLM (Section 3.4) on the training lines, with progressive stacking
+  (L/4 -> L/2 -> L layers for 400k : 800k : 1.8M of the updates, each deeper model starting from the
+  shallower one's layers stacked twice, Gong et al. 2019); the kept model is the last;
+* ``stage: dual`` -- the dual encoder with the bidirectional additive-margin ranking loss (Section 2),
+  from scratch or from a pre-training checkpoint (``init_checkpoint``); validation every
+  ``validate_interval_updates``: dev loss and the similarity error of the held-out lines of every
+  language pair (as the multienc family, Algorithm 1); the kept model has the lowest error.
+
+AdamW, linear warm-up then linear decay to 0 at ``max_update`` (Section 3.2). Several processes
+(torchrun / srun) split each global batch into contiguous slices; embeddings are gathered with their
+gradients (cross-accelerator negatives, Section 3.3) and the gradients summed, so k processes make the
+update of one process with the whole batch. Batches and masks come from RNGs seeded with (seed, epoch)
+and (seed, update): a resumed run continues exactly.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from laser_repro.core.launch import Rank
+from laser_repro.evaluation.xsim import similarity_error_matrix
+from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.collectives import Comm, atomic_write, derived_seed
+from laser_repro.models.labse import data as labse_data
+from laser_repro.models.labse import vocab
+from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
+                                            build_masked_lm, complete, gather_with_grad, sentence_embedding)
+
+CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
+CURVES_FILE = "curves.json"
+STAGES = ("dual", "pretrain")
+#: the paper's dual-encoder training (Section 3.2: AdamW, lr 1e-3 decayed linearly, batch 4096, 50k updates
+#: after pre-training); weight decay and warm-up are not stated: AdamW's usual 0.01, no warm-up
+DEFAULT_TRAIN = {"batch_size": 4096, "lr": 1e-3, "weight_decay": 0.01, "warmup_updates": 0, "max_update": 50000,
+                 "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100}
+#: pre-training only (Section 3.4): 20% of the tokens masked, at most 80; progressive stacking
+PRETRAIN_TRAIN = {"mask_prob": 0.2, "max_masked": 80, "progressive_stacking": True}
+#: progressive stacking: (fraction of the layers, share of the updates) of the paper's three stages
+STACKING = ((4, 400), (2, 800), (1, 1800))
+SETTINGS_KEYS = ("stage", "languages", "pivot", "tokenizer", "init_checkpoint", "encoder", "loss", "train")
+#: what a resumed run must share with its checkpoint
+FIXED_SETTINGS = ("stage", "languages", "pivot", "init_checkpoint", "encoder", "loss")
+
+
+def complete_settings(settings: Mapping) -> dict:
+    """Validated settings with the defaults filled in, as plain JSON types (checkpoint-safe)."""
+    unknown = set(settings) - set(SETTINGS_KEYS)
+    if unknown:
+        raise ValueError(f"labse settings: unknown key(s) {sorted(unknown)} (known: {list(SETTINGS_KEYS)})")
+    stage = settings.get("stage", "dual")
+    if stage not in STAGES:
+        raise ValueError(f"labse settings: stage {stage!r} is not one of {STAGES}")
+    train = complete(settings.get("train", {}), {**DEFAULT_TRAIN, **(PRETRAIN_TRAIN if stage == "pretrain" else {})},
+                     "train")
+    for key in ("batch_size", "max_update", "validate_interval_updates"):
+        if not isinstance(train[key], int) or train[key] < 1:
+            raise ValueError(f"labse settings: 'train' {key} must be a positive integer, not {train[key]!r}")
+    languages = list(settings["languages"])
+    pivot = settings.get("pivot", "eng")
+    if pivot not in languages or len(languages) < 2:
+        raise ValueError(f"labse settings: pivot {pivot!r} must be one of 'languages' {languages} (at least 2)")
+    if stage == "pretrain" and settings.get("init_checkpoint"):
+        raise ValueError("labse settings: a pre-training stage starts from scratch (init_checkpoint is for 'dual')")
+    out = {"stage": stage, "languages": languages, "pivot": pivot, "tokenizer": str(settings["tokenizer"]),
+           "init_checkpoint": settings.get("init_checkpoint"),
+           "encoder": complete(settings.get("encoder", {}), DEFAULT_ENCODER, "encoder"),
+           "loss": complete(settings.get("loss", {}), DEFAULT_LOSS, "loss"), "train": train}
+    return json.loads(json.dumps(out))
+
+
+def stacking_schedule(layers: int, max_update: int, enabled: bool) -> list[tuple[int, int]]:
+    """[(depth, first update), ...] of the pre-training stages (one stage without stacking or < 4 layers)."""
+    if not enabled or layers < 4:
+        return [(layers, 0)]
+    total = sum(share for _, share in STACKING)
+    schedule, start = [], 0
+    for divisor, share in STACKING:
+        schedule.append((layers // divisor, start))
+        start += round(max_update * share / total)
+    return schedule
+
+
+def stack_layers(state: Mapping[str, torch.Tensor], depth: int) -> dict[str, torch.Tensor]:
+    """A deeper model's state: layer j (>= depth) starts as a copy of layer j - depth."""
+    out = dict(state)
+    for key, value in state.items():
+        parts = key.split(".")
+        if "layer" in parts:
+            at = parts.index("layer") + 1
+            parts[at] = str(int(parts[at]) + depth)
+            out[".".join(parts)] = value.clone()
+    return out
+
+
+def learning_rate(opts: Mapping, update: int) -> float:
+    """Linear warm-up to ``lr`` over ``warmup_updates``, then linear decay to 0 at ``max_update``."""
+    warm, total, lr = opts["warmup_updates"], opts["max_update"], opts["lr"]
+    if warm and update < warm:
+        return lr * (update + 1) / warm
+    return lr * max(0.0, (total - update) / max(1, total - warm))
+
+
+class _Training:
+    def __init__(self, data_dir: Path, save_dir: Path, settings: dict, rank: Rank, comm: Comm, log: logging.Logger):
+        self.save_dir, self.settings, self.rank, self.comm, self.log = save_dir, settings, rank, comm, log
+        self.opts, self.stage = settings["train"], settings["stage"]
+        self.enc = settings["encoder"]
+        self.tokenizer_json = Path(settings["tokenizer"]).read_text(encoding="utf-8")
+        self.tokenizer = vocab.load(settings["tokenizer"])
+        self.vocab_size = self.tokenizer.get_vocab_size()
+        langs, self.pivot = settings["languages"], settings["pivot"]
+        self.train_data = labse_data.load_split(data_dir, "train", langs, self.tokenizer, self.enc["max_len"])
+        self.valid_data = labse_data.load_split(data_dir, "valid", langs, self.tokenizer, self.enc["max_len"])
+        n_train = len(self.train_data[self.pivot])
+        if self.stage == "dual":
+            self.examples = labse_data.translation_pairs(langs, self.pivot, n_train)
+        else:
+            self.examples = labse_data.pretraining_examples(langs, self.pivot, n_train)
+        self.schedule = (stacking_schedule(self.enc["layers"], self.opts["max_update"], self.opts["progressive_stacking"])
+                         if self.stage == "pretrain" else [(self.enc["layers"], 0)])
+        torch.manual_seed(self.opts["seed"])
+        self.depth = self.schedule[0][0]
+        self.model = self._build(self.depth)
+        if self.stage == "dual" and settings["init_checkpoint"]:
+            self._load_pretrained(settings["init_checkpoint"])
+        self.optimizer = self._optimizer()
+        self.state = {"num_updates": 0, "epoch": 1, "batch_index": 0, "depth": self.depth,
+                      "best_similarity_error": None, "best_update": None, "best_valid_loss": None,
+                      "history": [], "train_loss_sum": 0.0, "train_batches": 0}
+        self._epoch_batches: tuple[int, list] = (0, [])
+        self._last_log = (time.perf_counter(), 0)
+
+    # ---- model ---------------------------------------------------------------------------------
+    def _build(self, depth: int):
+        model = (build_encoder if self.stage == "dual" else build_masked_lm)(self.enc, self.vocab_size, depth)
+        model.train()
+        return model
+
+    def _optimizer(self):
+        return torch.optim.AdamW(self.model.parameters(), lr=learning_rate(self.opts, self.state_updates()),
+                                 weight_decay=self.opts["weight_decay"])
+
+    def state_updates(self) -> int:
+        return getattr(self, "state", {}).get("num_updates", 0)
+
+    def encoder(self):
+        return self.model if self.stage == "dual" else self.model.bert
+
+    def _load_pretrained(self, path) -> None:
+        ckpt = load_model_file(path, what="labse pre-training checkpoint", rebuild="rerun the pre-training",
+                               weights_only=True, map_location="cpu")
+        if ckpt.get("stage") != "pretrain" or ckpt["settings"]["encoder"] != self.enc:
+            raise ValueError(f"{path}: not a pre-training checkpoint of this encoder ({self.enc})")
+        if ckpt["tokenizer"] != self.tokenizer_json:
+            raise ValueError(f"{path}: pre-trained with another vocabulary than {self.settings['tokenizer']}")
+        bert = {k[len("bert."):]: v for k, v in ckpt["model"].items() if k.startswith("bert.")}
+        self.model.load_state_dict(bert)
+
+    def _grow(self, depth: int) -> None:
+        """Progressive stacking: the next, deeper model starts from this one's layers, stacked."""
+        state = self.model.state_dict()
+        while self.depth < depth:
+            state = stack_layers(state, self.depth)
+            self.depth *= 2
+        self.model = self._build(depth)
+        self.model.load_state_dict(state)
+        self.optimizer = self._optimizer()
+        self.state["depth"] = depth
+        if self.rank.is_master:
+            self.log.info("progressive stacking: %d layers from update %d", depth, self.state["num_updates"])
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+    def resume_or_start(self) -> None:
+        last = self.save_dir / CHECKPOINT_LAST
+        if not last.exists():
+            for param in self.model.state_dict().values():  # one initialisation on every rank
+                self.comm.broadcast_(param)
+            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank))
+            if not (self.save_dir / CHECKPOINT_INIT).exists():
+                self.save(CHECKPOINT_INIT)
+            return
+        ckpt = load_model_file(last, what="labse training checkpoint", rebuild="delete it to train from scratch",
+                               weights_only=True, map_location="cpu")
+        changed = [k for k in FIXED_SETTINGS if ckpt["settings"][k] != self.settings[k]]
+        if changed:
+            raise ValueError(f"{last}: trained with other {changed} settings than these; use another save_dir or delete it")
+        if ckpt["tokenizer"] != self.tokenizer_json:
+            raise ValueError(f"{last}: trained with another vocabulary than {self.settings['tokenizer']}")
+        self.state = {key: ckpt[key] for key in self.state}
+        if self.state["depth"] != self.depth:
+            self.depth = self.state["depth"]
+            self.model = self._build(self.depth)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer = self._optimizer()
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        states = ckpt["torch_rng_states"]
+        if len(states) == self.rank.world_size:
+            torch.set_rng_state(states[self.rank.rank])
+        else:
+            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank, self.state["num_updates"]))
+        if self.rank.is_master:
+            self.log.info("resumed from %s at update %d (epoch %d, batch %d, %d layers)", last,
+                          self.state["num_updates"], self.state["epoch"], self.state["batch_index"], self.depth)
+
+    def save(self, name: str) -> None:
+        rng_states = self.comm.rng_states()
+        if not self.rank.is_master:
+            return
+        payload = {"format": 1, "family": "labse", "stage": self.stage, "model": self.model.state_dict(),
+                   "optimizer": self.optimizer.state_dict(), **copy.deepcopy(self.state),
+                   "settings": self.settings, "tokenizer": self.tokenizer_json, "vocab_size": self.vocab_size,
+                   "torch_rng_states": rng_states}
+        atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+
+    # ---- training --------------------------------------------------------------------------------
+    def finished(self) -> bool:
+        return self.state["num_updates"] >= self.opts["max_update"]
+
+    def epoch_batches(self) -> list:
+        if self._epoch_batches[0] != self.state["epoch"]:
+            rng = np.random.default_rng([self.opts["seed"], self.state["epoch"]])
+            if self.stage == "dual":
+                batches = labse_data.pair_batches(self.examples, self.opts["batch_size"], rng)
+            else:
+                order = rng.permutation(len(self.examples))
+                size = self.opts["batch_size"]
+                batches = [[self.examples[i] for i in order[j:j + size]] for j in range(0, len(order), size)]
+            self._epoch_batches = (self.state["epoch"], batches)
+        return self._epoch_batches[1]
+
+    def _slices(self, batch: list) -> tuple[list, list[int], int]:
+        """This rank's contiguous slice of ``batch``, every rank's slice size, and this slice's offset."""
+        parts = np.array_split(np.arange(len(batch)), self.rank.world_size)
+        sizes = [len(p) for p in parts]
+        mine = parts[self.rank.rank]
+        return [batch[i] for i in mine], sizes, int(sum(sizes[:self.rank.rank]))
+
+    def dual_loss(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
+        loss_opts = self.settings["loss"]
+        x_local = self._embed_batch([self.train_data[lang][i] for lang, i in mine])
+        y_local = self._embed_batch([self.train_data[self.pivot][i] for _, i in mine])
+        x_all, y_all = gather_with_grad(x_local, sizes), gather_with_grad(y_local, sizes)
+        return bidirectional_ams_loss(x_local, y_local, x_all, y_all, margin=loss_opts["margin"],
+                                      scale=loss_opts["scale"], bidirectional=loss_opts["bidirectional"],
+                                      offset=offset)
+
+    def _embed_batch(self, sentences) -> torch.Tensor:
+        if not sentences:  # an empty slice (more processes than pairs): no rows, but a graph for all_gather
+            return torch.zeros(0, self.enc["hidden"]) + 0 * sum(p.sum() for p in self.model.parameters())
+        ids, mask, _ = labse_data.collate(sentences)
+        return sentence_embedding(self.encoder(), ids, mask)
+
+    def masked_lm_loss(self, mine: list, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
+        """Summed cross-entropy of this slice's masked tokens, and their number."""
+        tokens = [labse_data.example_tokens(ex, self.train_data, self.pivot, self.enc["max_len"]) for ex in mine]
+        ids, mask, types = labse_data.collate([t[0] for t in tokens], [t[1] for t in tokens])
+        ids, labels = labse_data.mask_tokens(ids, mask, rng, vocab_size=self.vocab_size,
+                                             prob=self.opts["mask_prob"], max_masked=self.opts["max_masked"])
+        logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=labse_data.IGNORE,
+                               reduction="sum")
+        return loss, float((labels != labse_data.IGNORE).sum())
+
+    def update(self, batch: list) -> None:
+        s = self.state
+        for depth, start in self.schedule:
+            if s["num_updates"] >= start and depth > self.depth:
+                self._grow(depth)
+        lr = learning_rate(self.opts, s["num_updates"])
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        mine, sizes, offset = self._slices(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        params = list(self.model.parameters())
+        if self.stage == "dual":
+            loss = self.dual_loss(mine, sizes, offset)  # already divided by the global batch size
+            loss.backward()
+            counts = torch.tensor([loss.item(), 1.0 if self.rank.is_master else 0.0])
+        else:
+            rng = np.random.default_rng([self.opts["seed"], s["num_updates"], self.rank.rank])
+            loss, n_masked = self.masked_lm_loss(mine, rng) if mine else (None, 0.0)
+            if loss is not None:
+                loss.backward()
+            counts = torch.tensor([loss.item() if loss is not None else 0.0, n_masked])
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
+                         + [counts.to(params[0].dtype)])
+        self.comm.sum_(flat)
+        divisor = 1.0 if self.stage == "dual" else max(float(flat[-1]), 1.0)
+        loss_value = float(flat[-2]) / divisor
+        offset_ = 0
+        for p in params:
+            p.grad = flat[offset_:offset_ + p.numel()].view_as(p) / divisor
+            offset_ += p.numel()
+        if self.opts["clip_norm"]:
+            torch.nn.utils.clip_grad_norm_(params, self.opts["clip_norm"])
+        self.optimizer.step()
+        s["num_updates"] += 1
+        s["batch_index"] += 1
+        s["train_loss_sum"] += loss_value
+        s["train_batches"] += 1
+        self._log_progress(loss_value, len(batch), lr)
+
+    def _log_progress(self, loss: float, examples: int, lr: float) -> None:
+        start, seen = self._last_log
+        seen += examples
+        self._last_log = (start, seen)
+        n = self.state["num_updates"]
+        if self.rank.is_master and self.opts["log_interval"] and n % self.opts["log_interval"] == 0:
+            now = time.perf_counter()
+            what = "pairs" if self.stage == "dual" else "examples"
+            self.log.info("update %d | loss %.4f | lr %.3g | %.1f %s/s", n, loss, lr, seen / max(now - start, 1e-9), what)
+            self._last_log = (now, 0)
+
+    # ---- validation -------------------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> tuple[float, dict]:
+        """Dev loss (dual: the ranking loss over batches of the held-out pairs; pretrain: masked-token
+        cross-entropy with a fixed mask) and the similarity error matrix of the [CLS] embeddings."""
+        self.model.eval()
+        size = self.opts["batch_size"]
+        langs = self.settings["languages"]
+        n_valid = len(self.valid_data[self.pivot])
+        embeddings = {}
+        for lang in langs:
+            chunks = [sentence_embedding(self.encoder(), *labse_data.collate(self.valid_data[lang][j:j + size])[:2])
+                      for j in range(0, n_valid, size)]
+            embeddings[lang] = torch.cat(chunks)
+        if self.stage == "dual":
+            loss_opts, losses = self.settings["loss"], []
+            for lang in (lang for lang in langs if lang != self.pivot):
+                for j in range(0, n_valid, size):
+                    x, y = embeddings[lang][j:j + size], embeddings[self.pivot][j:j + size]
+                    losses.append(bidirectional_ams_loss(x, y, x, y, margin=loss_opts["margin"],
+                                                         scale=loss_opts["scale"],
+                                                         bidirectional=loss_opts["bidirectional"]).item())
+            valid_loss = float(np.mean(losses))
+        else:
+            rng = np.random.default_rng([self.opts["seed"], 0])  # the same masks at every validation
+            examples = labse_data.pretraining_examples(langs, self.pivot, n_valid)
+            total, count = 0.0, 0.0
+            for j in range(0, len(examples), size):
+                tokens = [labse_data.example_tokens(ex, self.valid_data, self.pivot, self.enc["max_len"])
+                          for ex in examples[j:j + size]]
+                ids, mask, types = labse_data.collate([t[0] for t in tokens], [t[1] for t in tokens])
+                ids, labels = labse_data.mask_tokens(ids, mask, rng, vocab_size=self.vocab_size,
+                                                     prob=self.opts["mask_prob"], max_masked=self.opts["max_masked"])
+                logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+                total += F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1),
+                                         ignore_index=labse_data.IGNORE, reduction="sum").item()
+                count += float((labels != labse_data.IGNORE).sum())
+            valid_loss = total / max(count, 1.0)
+        self.model.train()
+        matrix = similarity_error_matrix({lang: e.numpy().astype(np.float32) for lang, e in embeddings.items()}, langs)
+        return valid_loss, matrix
+
+    def validate(self) -> None:
+        values = torch.zeros(2, dtype=torch.float64)
+        pairs = {}
+        if self.rank.is_master:
+            valid_loss, matrix = self.evaluate()
+            values[:] = torch.tensor([valid_loss, matrix["mean"]], dtype=torch.float64)
+            pairs = matrix["pairs"]
+        self.comm.broadcast_(values)
+        valid_loss, error = float(values[0]), float(values[1])
+        s = self.state
+        record = {"update": s["num_updates"], "epoch": s["epoch"], "lr": learning_rate(self.opts, s["num_updates"]),
+                  "train_loss": s["train_loss_sum"] / s["train_batches"] if s["train_batches"] else None,
+                  "valid_loss": valid_loss, "valid_similarity_error": error, "pairs": pairs, "layers": self.depth}
+        s["history"].append(record)
+        s["train_loss_sum"], s["train_batches"] = 0.0, 0
+        # dual: keep the lowest similarity error (ties: the lower dev loss); pre-training: the last model
+        improved = (self.stage == "pretrain" or s["best_similarity_error"] is None or error < s["best_similarity_error"]
+                    or (error == s["best_similarity_error"] and valid_loss < s["best_valid_loss"]))
+        if improved:
+            s["best_similarity_error"], s["best_update"], s["best_valid_loss"] = error, s["num_updates"], valid_loss
+        if self.rank.is_master:
+            self.log.info("validation at update %d | valid loss %.4f | similarity error %.2f%% | kept: update %d (%.2f%%)",
+                          s["num_updates"], valid_loss, error, s["best_update"], s["best_similarity_error"])
+            curves = self.save_dir / CURVES_FILE
+            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
+        self.save(CHECKPOINT_LAST)
+        if improved:
+            self.save(CHECKPOINT_BEST)
+
+    def run(self, stop_requested: Callable[[], bool]) -> dict:
+        s = self.state
+        result = {"start_updates": s["num_updates"], "preempted": False}
+        if not s["history"]:
+            self.validate()  # update 0: the curves start at the initialisation
+        while not self.finished():
+            if self.comm.any(stop_requested()):
+                self.save(CHECKPOINT_LAST)
+                if self.rank.is_master:
+                    self.log.warning("stop requested: saved %s at update %d", CHECKPOINT_LAST, s["num_updates"])
+                result["preempted"] = True
+                break
+            batches = self.epoch_batches()
+            self.update(batches[s["batch_index"]])
+            if s["batch_index"] == len(batches):
+                s["epoch"], s["batch_index"] = s["epoch"] + 1, 0
+            if s["num_updates"] % self.opts["validate_interval_updates"] == 0 or self.finished():
+                self.validate()
+        return {"num_updates": s["num_updates"], **result, "best_update": s["best_update"],
+                "best_similarity_error": s["best_similarity_error"]}
+
+
+def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: Callable[[], bool],
+          log: Optional[logging.Logger] = None) -> dict:
+    """Train (or resume from ``save_dir/checkpoint_last.pt``) one LaBSE stage on the N-way text of
+    ``data_dir`` (``tok/{train,valid}.LANG``) with the vocabulary ``settings['tokenizer']``."""
+    log = log or logging.getLogger("laser_repro")
+    settings = complete_settings(settings)
+    save_dir = Path(save_dir)
+    save_dir.mkdir(parents=True, exist_ok=True)
+    comm = Comm(rank)
+    try:
+        training = _Training(Path(data_dir), save_dir, settings, rank, comm, log)
+        training.resume_or_start()
+        return training.run(stop_requested)
+    finally:
+        comm.close()
