@@ -169,7 +169,7 @@ def _cli_files(tmp_path):
 
 
 def _cli_args(tmp_path, files, models):
-    return ["compare-flores", "--laser", f"base={files['laser']}", "--multienc", f"sd={files['multienc']}",
+    return ["compare-flores", "--laser", f"base={files['laser']}", "--similarity", f"sd={files['multienc']}",
             "--models", json.dumps(models), "--tfidf", str(files["tfidf"]), "--langs", *LANGS,
             "--heldout", "797", "997", "--run-name", "cmp", "--md", str(tmp_path / "out.md"),
             "--csv", str(tmp_path / "out.csv")]

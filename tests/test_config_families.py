@@ -165,7 +165,7 @@ def test_compare_config(tmp_path):
     cfg = config.load(COMPARE)
     plan = Plan(cfg)
     assert plan.laser is True
-    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc"}
+    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc", "labse": "labse"}
     assert list(plan.variants) == ["base"]
 
 
@@ -200,3 +200,33 @@ def test_validate_does_not_modify_input():
     before = copy.deepcopy(cfg)
     config.validate(cfg)
     assert cfg == before
+
+
+def _labse(tmp_path, **model) -> Path:
+    cfg = config.load(REPO / "config" / "labse_small.yaml")
+    cfg["models"] = {"m": {"family": "labse", "data": "flores6", **model}}
+    return _write(tmp_path, cfg)
+
+
+def test_labse_config_errors_name_the_key(tmp_path):
+    assert "models.m.encoder.hiden: unknown key" in _error(_labse(tmp_path, encoder={"hiden": 8}))
+    assert "models.m.pivot: 'deu' not among the languages" in _error(_labse(tmp_path, pivot="deu"))
+    assert "is not a multiple of heads" in _error(_labse(tmp_path, encoder={"hidden": 10, "heads": 4}))
+    assert "'t2.nope' is not a row of paper 003's Table 2" in _error(_labse(tmp_path, paper_row="t2.nope"))
+
+
+def test_labse_plan_shares_a_pretraining_and_fills_the_paper_defaults(tmp_path):
+    plan = Plan(config.load(REPO / "config" / "labse_2020.yaml"))
+    assert set(plan.labse) == {"base", "pt", "ams", "ams_pt"}
+    assert plan.labse_pretraining("base") is None and plan.labse_pretraining("ams") is None
+    assert plan.labse_pretraining("pt") == plan.labse_pretraining("ams_pt") is not None  # one pre-training
+    assert list(plan.labse_pretrainings.values()) == ["pt"]
+    settings = plan.labse_settings("ams_pt", "dual", tokenizer="t.json", init_checkpoint="p.pt")
+    assert settings["encoder"] == {"layers": 12, "hidden": 768, "heads": 12, "intermediate": 3072, "dropout": 0.1,
+                                   "max_len": 128}
+    assert settings["loss"] == {"margin": 0.3, "scale": 10.0, "bidirectional": True}
+    assert settings["train"]["batch_size"] == 4096 and settings["train"]["lr"] == 0.001
+    assert settings["init_checkpoint"] == "p.pt" and settings["languages"][0] == "eng"
+    pre = plan.labse_settings("ams_pt", "pretrain", tokenizer="t.json")
+    assert pre["train"]["mask_prob"] == 0.2 and pre["train"]["max_masked"] == 80 and "enabled" not in pre["train"]
+    assert plan.labse_vocab("ams_pt") == "120000-a0.3"

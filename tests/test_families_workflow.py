@@ -1,7 +1,8 @@
 """Several model families through the real Snakemake on the toy data (tests/toy/compare.yaml): a LASER
-model and two Schwenk & Douze models (family multienc) trained on the same FLORES-style split, the
-N-way data stage, the similarity error with its baselines, paper 004's Tables 1-4, the comparison
-table, provenance and lineage, and a rerun with nothing to do. Also the dry runs of the family
+model, two Schwenk & Douze models (family multienc) and a pre-trained LaBSE (family labse) trained on
+the same FLORES-style split, the N-way data stage, the similarity error with its baselines, paper 004's
+Tables 1-4, paper 003's Table 2, the comparison table, provenance and lineage, and a rerun with nothing
+to do. Also the dry runs of the family
 configs (the paper's UN run offline: its URLs, no data)."""
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ VENV_BIN = sys.executable.rsplit("/", 1)[0]
 
 @pytest.fixture(scope="module")
 def families(tmp_path_factory):
-    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc")
+    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc", "labse")
     assert toy.proc.returncode == 0, toy.proc.stdout[-6000:] + toy.proc.stderr[-6000:]
     return toy.workdir, toy.args
 
@@ -79,7 +80,7 @@ def test_compare_table_puts_the_families_side_by_side(families):
     md = (tables / "compare_flores.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| lang |"))
     assert header.split(" | ")[2:] == ["base", "base init", "toy_last", "toy_last init", "toy_all",
-                                       "toy_all init", "TF-IDF |"]
+                                       "toy_all init", "toy_labse", "toy_labse init", "TF-IDF |"]
     rows = list(csv.DictReader(open(tables / "compare_flores.csv", encoding="utf-8")))
     cells = {(r["language"], r["system"]): r for r in rows}
     assert {lang for lang, _ in cells} == {"avg", "fra", "spa", "rus", "ara", "cmn"}
@@ -88,6 +89,40 @@ def test_compare_table_puts_the_families_side_by_side(families):
     assert float(cells[("rus", "base")]["en_xx"]) == laser["model"]["heldout"]["rus"]["en_xx"]
     every = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "similarity.json").read_text())
     assert float(cells[("rus", "toy_all")]["xx_en"]) == round(every["similarity"]["pairs"]["rus-eng"], 2)
+
+
+def test_labse_pretrains_trains_and_fills_table2(families):
+    """The LaBSE stages on the toy data: vocabulary, MLM + TLM pre-training (its encoder is update 0 of
+    the dual encoder), the dual encoder, Tatoeba beside update 0 and TF-IDF, Table 2 beside the paper."""
+    workdir, args = families
+    run = workdir / "results" / "toy_compare"
+    stats = json.loads((run / "nway" / "toy" / "wordpiece" / "400-a0.3" / "stats.json").read_text())
+    assert stats["size"] <= 400 and set(stats["lines"]) == {"eng", "fra", "spa", "rus", "ara", "cmn"}
+    status = json.loads((run / "models" / "toy_labse" / "checkpoints" / "train_status.json").read_text())
+    assert status["family"] == "labse" and status["status"] == "completed" and status["num_updates"] == 16
+    [pretraining] = list((run / "labse_pretrain").iterdir())
+    pre = torch.load(pretraining / "checkpoint_final.pt", weights_only=True)
+    init = torch.load(run / "models" / "toy_labse" / "checkpoint_init.pt", weights_only=True)
+    assert pre["stage"] == "pretrain" and pre["num_updates"] == 8 and init["num_updates"] == 0
+    for name, tensor in init["model"].items():
+        assert torch.equal(tensor, pre["model"]["bert." + name]), name
+    rec = json.loads((run / "models" / "toy_labse" / "checkpoint_final.pt.prov.json").read_text())
+    assert rec["runtime"]["family"] == "labse"
+    assert any("labse_pretrain" in path for path in rec["inputs"])
+    for encoder in ("encoder", "encoder_init"):
+        scores = json.loads((run / "models" / "toy_labse" / f"tatoeba_{encoder}.json").read_text())
+        assert scores["task"] == "tatoeba" and set(scores["results"]) == {"fra", "spa"}
+    similarity = json.loads((run / "models" / "toy_labse" / "similarity.json").read_text())
+    assert len(similarity["similarity"]["pairs"]) == 6 * 5
+    table = (workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.md").read_text()
+    assert "83.7" in table and "`toy_labse`" in table and "pre-trained, before dual training" in table
+    cells = list(csv.DictReader(open(workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.csv",
+                                     encoding="utf-8")))
+    ours = {c["column"]: c for c in cells if c["model"] == "toy_labse" and c["row"] == "ours.toy_labse"}
+    tatoeba = json.loads((run / "models" / "toy_labse" / "tatoeba_encoder.json").read_text())["results"]
+    mean = 100 - (tatoeba["fra"]["error"] + tatoeba["spa"]["error"]) / 2
+    assert float(ours["tatoeba_all"]["ours"]) == pytest.approx(mean, abs=0.01) and ours["tatoeba_all"]["paper"]
+    assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_labse.png").stat().st_size > 10000
 
 
 def test_schwenk_douze_tables_and_curves(families):
@@ -110,11 +145,11 @@ def test_lineage_and_rerun(families):
     proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", table], cwd=workdir, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for step in ("multienc_train", "nway_bpe", "nway_text", "multienc_similarity"):
+    for step in ("multienc_train", "nway_bpe", "nway_text", "model_similarity"):
         assert step in proc.stdout
     rec = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "checkpoint_final.pt.prov.json").read_text())
     assert rec["runtime"]["family"] == "multienc" and rec["config"]["models"]["toy_all"]["paths"]["targets"] == "all"
-    proc = run_snakemake(*args, "compare", "multienc", "-n")
+    proc = run_snakemake(*args, "compare", "multienc", "labse", "-n")
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
 
 
@@ -129,7 +164,9 @@ def _job_counts(out: str) -> dict:
 
 @pytest.mark.parametrize("config, trained", [("config/schwenk_douze_2017.yaml", {"multienc_train": 31}),
                                              ("config/schwenk_douze_small.yaml", {"multienc_train": 5}),
-                                             ("config/compare.yaml", {"multienc_train": 1, "laser_train": 1})])
+                                             ("config/compare.yaml", {"multienc_train": 1, "laser_train": 1, "labse_train": 1}),
+                                             ("config/labse_small.yaml", {"labse_train": 3, "labse_pretrain": 1}),
+                                             ("config/labse_2020.yaml", {"labse_train": 4, "labse_pretrain": 1})])
 def test_family_configs_dry_run(config, trained, tmp_path):
     """Offline, data_root null: each config plans its downloads from the real URLs (the UN corpus in
     4 parts, joined), every system of its paper, and the comparison."""
@@ -138,7 +175,10 @@ def test_family_configs_dry_run(config, trained, tmp_path):
     assert proc.returncode == 0, out[-3000:]
     counts = _job_counts(out)
     assert {k: counts.get(k) for k in trained} == trained
-    if "2017" in config:
+    if "labse_2020" in config:  # the UN test set (Table 2's UN columns) and every Tatoeba language
+        assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("labse_un") == 8
+        assert counts.get("download_tatoeba_test") == 224
+    elif "2017" in config:
         for part in range(4):
             assert f"https://conferences.unite.un.org/uncorpus/Home/DownloadFile?filename=UNv1.0.6way.tar.gz.0{part}" in out
         assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("join_archive_parts") == 1
@@ -147,3 +187,5 @@ def test_family_configs_dry_run(config, trained, tmp_path):
         assert "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz" in out
     if "compare" in config:
         assert counts.get("compare_flores") == 1
+    if "labse_small" in config:  # the two models without pre-training share the vocabulary; no LASER, no multienc
+        assert counts.get("labse_vocab") == 1 and counts.get("labse_tables") == 1 and "laser_train" not in counts

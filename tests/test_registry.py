@@ -20,14 +20,15 @@ def test_get_families():
     assert multienc.name == "multienc"
     assert isinstance(laser, ModelFamily) and isinstance(multienc, MultiencFamily)
     assert registry.get("multienc") is multienc  # loaded once
+    assert registry.get("labse").name == "labse"
 
 
 def test_get_unknown_family():
     with pytest.raises(ValueError) as err:
-        registry.get("labse")
+        registry.get("bisent2vec")
     msg = str(err.value)
-    assert "'labse'" in msg
-    assert "laser" in msg and "multienc" in msg
+    assert "'bisent2vec'" in msg
+    assert "laser" in msg and "multienc" in msg and "labse" in msg
 
 
 def test_family_of_multienc_encoder(tmp_path):

@@ -62,6 +62,9 @@ def pair_tok_shards(wildcards):
 NWAY = PLAN.nway_data
 MULTIENC = PLAN.multienc
 MULTIENC_TABLES = f"results/tables/{CFG['run_name']}/schwenk_douze_2017"
+LABSE = PLAN.labse
+LABSE_TABLES = f"results/tables/{CFG['run_name']}/labse_2020"
+FAMILY_MODELS = PLAN.models  # every model of `models` (families other than LASER)
 
 
 def nway_raw_inputs(w):
@@ -87,6 +90,53 @@ def multienc_targets():
         return []
     return [*expand(f"{MULTIENC_TABLES}/table{{n}}.{{ext}}", n=[1, 2, 3, 4], ext=["md", "csv"]),
             *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in MULTIENC]]
+
+
+def model_text_dir(w):
+    """A model's input text of its N-way data: BPE'd (multienc), Moses-preprocessed (labse: its vocabulary
+    is applied by the encoder)."""
+    m = FAMILY_MODELS[w.model]
+    return f"{RUN}/nway/{m['data']}/" + ("tok" if m["family"] == "labse" else "bpe")
+
+
+def model_valid_text(w):
+    """The files of model_text_dir that the similarity error reads (the bpe directory is one output)."""
+    if FAMILY_MODELS[w.model]["family"] == "labse":
+        return [f"{model_text_dir(w)}/valid.{lang}" for lang in PLAN.encoder_languages(w.model)]
+    return [model_text_dir(w)]
+
+
+def labse_tokenizer(name):
+    m = LABSE[name]
+    return f"{RUN}/nway/{m['data']}/wordpiece/{PLAN.labse_vocab(name)}/tokenizer.json"
+
+
+def labse_text(data):
+    """The Moses-preprocessed training and validation lines of an N-way data set."""
+    return [f"{RUN}/nway/{data}/tok/{split}.{lang}" for lang in NWAY[data]["languages"] for split in ("train", "valid")]
+
+
+def labse_pretrained(name):
+    """The pre-training checkpoint a LaBSE model starts from ([] when it trains from scratch)."""
+    key = PLAN.labse_pretraining(name)
+    return [f"{RUN}/labse_pretrain/{key}/checkpoint_final.pt"] if key else []
+
+
+def labse_tatoeba_languages():
+    return list(CFG.get("evaluation", {}).get("tatoeba", {}).get("languages", [])) if LABSE else []
+
+
+def labse_un():
+    """evaluation.un of the LaBSE models (None: not evaluated)."""
+    return CFG.get("evaluation", {}).get("un") if LABSE else None
+
+
+def labse_targets():
+    """What the main command builds for the LaBSE models: paper 003's Table 2 and the learning curves."""
+    if not LABSE:
+        return []
+    return [*expand(f"{LABSE_TABLES}/table2.{{ext}}", ext=["md", "csv"]),
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in LABSE]]
 
 
 def compare_scores(family):

@@ -6,7 +6,7 @@
 rule compare_flores:
     input:
         laser=lambda w: list(compare_scores("laser").values()),
-        multienc=lambda w: list(compare_scores("multienc").values()),
+        similarity=lambda w: [p for f in ("multienc", "labse") for p in compare_scores(f).values()],
         tfidf=f"{RUN}/flores/tfidf.json",
     output:
         md="results/tables/{run}/compare_flores.md",
@@ -15,9 +15,9 @@ rule compare_flores:
         "results/{run}/logs/compare_flores.log",
     params:
         laser=lambda w: [f"{n}={p}" for n, p in compare_scores("laser").items()],
-        multienc=lambda w: [f"{n}={p}" for n, p in compare_scores("multienc").items()],
+        similarity=lambda w: [f"{n}={p}" for f in ("multienc", "labse") for n, p in compare_scores(f).items()],
         models=lambda w: shell_quote_json([{"name": name, "family": f, "description": "LASER (this run's model section)"
-                                            if f == "laser" else MULTIENC[name].get("description", name)}
+                                            if f == "laser" else FAMILY_MODELS[name].get("description", name)}
                                            for name, f in PLAN.compared_models.items()]),
         langs=lambda w: list(PLAN.flores_languages),
         heldout=lambda w: list(FLORES["heldout_lines"]),
@@ -25,6 +25,6 @@ rule compare_flores:
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro compare-flores --laser {params.laser:q} --multienc {params.multienc:q}"
+        logged("laser-repro compare-flores --laser {params.laser:q} --similarity {params.similarity:q}"
                " --models {params.models} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}")

@@ -96,11 +96,60 @@ class Plan:
                 "train": dict(m["train"])}
 
     def encoder_languages(self, name: str) -> list[str]:
-        """The languages a multienc model has an encoder for (a fixed target has none, as in the paper):
-        the training paths decide, as in training and export."""
+        """The languages a model of `models` embeds: all of its data's for LaBSE (one shared encoder);
+        for multienc those with an encoder (a fixed target has none, as in the paper), as the training
+        paths decide in training and export."""
+        if self.models[name]["family"] == "labse":
+            return list(self.nway_data[self.models[name]["data"]]["languages"])
         from laser_repro.models.multienc.paths import TrainingPaths
 
         return TrainingPaths(self.multienc[name]["paths"]).encoder_languages()
+
+    @property
+    def labse(self) -> dict[str, dict]:
+        """The models of family labse (Feng et al. 2020): name -> settings."""
+        return {name: m for name, m in self.models.items() if m["family"] == "labse"}
+
+    def labse_vocab(self, name: str) -> str:
+        """Directory name of a LaBSE model's vocabulary under results/<run>/nway/<data>/wordpiece/."""
+        v = self.labse[name]["vocab"]
+        return f"{int(v['size'])}-a{v['smoothing']}"
+
+    def _labse_common(self, name: str) -> dict:
+        m = self.labse[name]
+        return {"languages": list(self.nway_data[m["data"]]["languages"]), "pivot": m["pivot"],
+                "encoder": dict(m["encoder"])}
+
+    def labse_pretraining(self, name: str) -> str | None:
+        """The pre-training run of a LaBSE model (None: from scratch): ``<data>-<digest>`` of its data,
+        vocabulary, encoder and pre-training settings, so that models that pre-train alike share one run."""
+        m = self.labse[name]
+        if not m["pretrain"]["enabled"]:
+            return None
+        import hashlib
+        import json
+
+        key = {"data": m["data"], "vocab": self.labse_vocab(name), **self._labse_common(name),
+               "pretrain": m["pretrain"]}
+        return f"{m['data']}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]}"
+
+    @cached_property
+    def labse_pretrainings(self) -> dict[str, str]:
+        """pre-training run -> the first LaBSE model that uses it."""
+        out: dict[str, str] = {}
+        for name in self.labse:
+            key = self.labse_pretraining(name)
+            if key is not None:
+                out.setdefault(key, name)
+        return out
+
+    def labse_settings(self, name: str, stage: str, *, tokenizer: str, init_checkpoint: str | None = None) -> dict:
+        """``--settings`` of ``laser-repro train --family labse`` (laser_repro.models.labse.trainer)."""
+        m = self.labse[name]
+        common = {"stage": stage, **self._labse_common(name), "tokenizer": tokenizer}
+        if stage == "pretrain":
+            return {**common, "train": {k: v for k, v in m["pretrain"].items() if k != "enabled"}}
+        return {**common, "init_checkpoint": init_checkpoint, "loss": dict(m["loss"]), "train": dict(m["train"])}
 
     def archive_parts(self, corpus: str) -> list[str]:
         """The URLs of a corpus archive published in parts (download.url a list), else []."""
@@ -110,16 +159,16 @@ class Plan:
     @cached_property
     def compared_models(self) -> dict[str, str]:
         """name -> family of the models of the FLORES comparison (config/compare.yaml): LASER's base
-        model, then every multienc model validated on flores_eval's held-out lines of the same corpus
-        (the same sentences). Empty without a LASER model, flores_eval or multienc models."""
+        model, then every model of another family validated on flores_eval's held-out lines of the same
+        corpus (the same sentences). Empty without a LASER model, flores_eval or other models."""
         flores = self.flores_eval
-        if not (self.laser and flores and self.multienc):
+        if not (self.laser and flores and self.models):
             return {}
         out = {"base": "laser"}
-        for name, m in self.multienc.items():
+        for name, m in self.models.items():
             data = self.nway_data[m["data"]]
             if data["corpus"] == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
-                out[name] = "multienc"
+                out[name] = m["family"]
         return out if len(out) > 1 else {}
 
     @cached_property

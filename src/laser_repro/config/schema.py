@@ -412,16 +412,37 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
                 fail(["nway_data", name, "valid", "heldout_lines"], f"need 0 <= start < stop, got {[start, stop]}")
         for i, code in enumerate(data["languages"]):
             known(code, f"nway_data.{name}.languages[{i}]")
+    un = config.get("evaluation", {}).get("un")
+    if un is not None:
+        corpus = corpora.get(un["corpus"])
+        if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
+            fail(["evaluation", "un", "corpus"], f"{un['corpus']!r} is not an N-way local corpus of `corpora` ({sorted(corpora)})")
+        absent = [code for code in ["eng", *un["languages"]] if code not in corpus["languages"]]
+        if absent:
+            fail(["evaluation", "un", "languages"], f"{absent} not among the languages of corpus {un['corpus']!r}")
     laser_models = set(Plan(config).variant_aliases) if "model" in config else set()
     for name, model in config.get("models", {}).items():
         if name in laser_models:
             fail(["models", name], f"the name of a LASER model of this run (results/<run>/models/{name}/)")
-        if model["family"] != "multienc":
-            continue
         data = config.get("nway_data", {}).get(model["data"])
         if data is None:
             fail(["models", name, "data"], f"{model['data']!r} is not an nway_data entry "
                                             f"({sorted(config.get('nway_data', {}))})")
+        if model["family"] == "labse":
+            if model["pivot"] not in data["languages"]:
+                fail(["models", name, "pivot"], f"{model['pivot']!r} not among the languages of "
+                                                 f"nway_data.{model['data']} {data['languages']}")
+            if model["encoder"]["hidden"] % model["encoder"]["heads"]:
+                fail(["models", name, "encoder", "heads"], f"hidden {model['encoder']['hidden']} is not a multiple "
+                                                            f"of heads {model['encoder']['heads']}")
+            if model["paper_row"] is not None:
+                from laser_repro.reporting.labse import paper_row_ids
+
+                if model["paper_row"] not in paper_row_ids():
+                    fail(["models", name, "paper_row"], f"{model['paper_row']!r} is not a row of paper 003's "
+                                                         f"Table 2 ({', '.join(paper_row_ids())})")
+        if model["family"] != "multienc":
+            continue
         paths = model["paths"]
         targets = paths["sources"] if paths["targets"] == "all" else paths["targets"]
         for key, codes in (("sources", paths["sources"]), ("targets", targets)):

@@ -4,8 +4,8 @@ lines, beside the non-learned TF-IDF baseline and each model at its random initi
 exactly the same sentences.
 
 Inputs: a LASER variant's ``flores-xsim`` scores (``{"model"|"init": {"heldout": {lang: {en_xx,
-xx_en, sentences}}}}``) and a multienc model's ``similarity`` scores (``{"similarity"|"init":
-similarity_error_matrix}``, whose ``eng-xx`` / ``xx-eng`` pairs are the same two directions).
+xx_en, sentences}}}}``) and the ``similarity`` scores of a model of another family (multienc, labse):
+``{"similarity"|"init": similarity_error_matrix}``, whose ``eng-xx`` / ``xx-eng`` pairs are the same two directions).
 """
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def cmd_compare(a) -> None:
     import json
 
     specs = {m["name"]: m for m in json.loads(a.models)}  # a list: the column order
-    files = {**_named(a.laser, "--laser"), **_named(a.multienc, "--multienc")}
+    files = {**_named(a.laser, "--laser"), **_named(a.similarity, "--similarity")}
     if set(files) != set(specs):
         raise SystemExit(f"compare-flores: --models names {sorted(specs)} but scores for {sorted(files)}")
     models = {name: (specs[name]["family"], read_json(files[name])) for name in specs}
@@ -126,7 +126,8 @@ def cmd_compare(a) -> None:
 def add_cli(sub) -> None:
     s = sub.add_parser("compare-flores", help="one FLORES xsim table for models of several families on the same split")
     s.add_argument("--laser", nargs="*", default=[], metavar="NAME=JSON", help="a LASER model's flores-xsim scores")
-    s.add_argument("--multienc", nargs="*", default=[], metavar="NAME=JSON", help="a multienc model's similarity scores")
+    s.add_argument("--similarity", nargs="*", default=[], metavar="NAME=JSON",
+                   help="the similarity scores of a model of another family (multienc, labse)")
     s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
     s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
     s.add_argument("--langs", nargs="+", required=True)

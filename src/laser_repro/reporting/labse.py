@@ -185,8 +185,10 @@ def table2_rows(models: Sequence[Mapping], tfidf_tatoeba: Mapping | None = None,
         rows.append(_row(f"ours.{m['name']}", "ours", m["name"], description, m.get("tatoeba"), m.get("un"),
                          m.get("paper_row")))
         if m.get("tatoeba_init") is not None or m.get("un_init") is not None:
+            # a pre-trained model's update 0 is the pre-trained encoder, not a random one
+            start = "pre-trained, before dual training" if m.get("pretrained") else "random init"
             rows.append(_row(f"ours.{m['name']}.init", "init", m["name"],
-                             f"{description} at update 0 (random init)", m.get("tatoeba_init"), m.get("un_init")))
+                             f"{description} at update 0 ({start})", m.get("tatoeba_init"), m.get("un_init")))
     if tfidf_tatoeba is not None or tfidf_un is not None:
         rows.append(_row("tfidf", "tfidf", "tfidf", TFIDF_LABEL, tfidf_tatoeba, tfidf_un))
     return rows
@@ -337,10 +339,10 @@ def load_models(specs: Sequence[Mapping]) -> list[dict]:
     for spec in specs:
         if not isinstance(spec, Mapping):
             raise ValueError(f"--models: every entry must be an object, got {spec!r}")
-        unknown = set(spec) - {"name", "description", "paper_row", *RESULT_KEYS}
+        unknown = set(spec) - {"name", "description", "paper_row", "pretrained", *RESULT_KEYS}
         if unknown:
             raise ValueError(f"--models entry {spec.get('name')!r}: unknown keys {sorted(unknown)}")
-        model = {k: spec.get(k) for k in ("name", "description", "paper_row")}
+        model = {k: spec.get(k) for k in ("name", "description", "paper_row", "pretrained")}
         for key in RESULT_KEYS:
             model[key] = load_results(spec.get(key), key.split("_")[0])
         models.append(model)

@@ -1,7 +1,7 @@
 # Family multienc (Schwenk & Douze 2017): an encoder and a decoder per language, trained on partial
 # training paths of N-way data (nway.smk), through the same launcher as LASER (torchrun / srun,
-# preemption, resume with the fingerprint check); the similarity error of Algorithm 1 on the
-# validation lines, beside the random-init and TF-IDF baselines; the paper's Tables 1-4.
+# preemption, resume with the fingerprint check); export, similarity error and curves: encoders.smk;
+# the paper's Tables 1-4.
 rule multienc_train:
     input:
         data=lambda w: f"{RUN}/nway/{MULTIENC[w.model]['data']}/bpe",
@@ -30,71 +30,6 @@ rule multienc_train:
                " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
-
-
-rule multienc_export:
-    input:
-        "results/{run}/models/{model}/checkpoint_final.pt",
-    output:
-        "results/{run}/models/{model}/encoder.pt",
-    log:
-        "results/{run}/logs/{model}/export.log",
-    wildcard_constraints:
-        model=alternatives(MULTIENC),
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro export --family multienc --checkpoint {input:q} --output {output:q}")
-
-
-use rule multienc_export as multienc_export_init with:  # the random-init baseline (update 0)
-    input:
-        "results/{run}/models/{model}/checkpoint_init.pt",
-    output:
-        "results/{run}/models/{model}/encoder_init.pt",
-    log:
-        "results/{run}/logs/{model}/export_init.log",
-
-
-rule multienc_similarity:  # Algorithm 1 on the validation lines: the model and the model at update 0
-    input:
-        encoder="results/{run}/models/{model}/encoder.pt",
-        init="results/{run}/models/{model}/encoder_init.pt",
-        data=lambda w: f"{RUN}/nway/{MULTIENC[w.model]['data']}/bpe",
-    output:
-        "results/{run}/models/{model}/similarity.json",
-    log:
-        "results/{run}/logs/{model}/similarity.log",
-    wildcard_constraints:
-        model=alternatives(MULTIENC),
-    params:
-        langs=lambda w: PLAN.encoder_languages(w.model),
-    threads: 2
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro similarity --encoder {input.encoder:q} --init-encoder {input.init:q}"
-               " --data-dir {input.data:q} --split valid --langs {params.langs:q} --threads {threads}"
-               " --output {output:q}")
-
-
-rule multienc_curves_plot:
-    input:
-        curves="results/{run}/models/{model}/curves.json",
-        tfidf=lambda w: f"{RUN}/nway/{MULTIENC[w.model]['data']}/tfidf.json",
-    output:
-        report("results/figures/{run}/curves_{model}.png", category="Learning curves"),
-    log:
-        "results/{run}/logs/{model}/curves_plot.log",
-    wildcard_constraints:
-        model=alternatives(MULTIENC),
-    params:
-        title=lambda w: f"{CFG['run_name']} / {w.model}: {MULTIENC[w.model].get('description', w.model)}",
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
-               " --output {output:q}")
 
 
 rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the baselines

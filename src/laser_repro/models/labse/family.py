@@ -38,7 +38,7 @@ class LabseFamily(ModelFamily):
     def data_files(self, data_dir, settings: Mapping) -> dict[str, Path]:
         from laser_repro.models.labse.data import text_files
 
-        files = {"tokenizer": Path(settings["tokenizer"])}
+        files = {"dict.txt": Path(settings["tokenizer"])}  # the vocabulary, under the launcher's name for it
         if settings.get("init_checkpoint"):
             files["init_checkpoint"] = Path(settings["init_checkpoint"])
         for split in ("train", "valid"):

@@ -1,0 +1,69 @@
+# What every model of `models` (any family but LASER) goes through after training: the encoder file, the
+# model at update 0 (the random-init baseline), the similarity error of Algorithm 1 on the held-out lines
+# of its N-way data (the model and update 0), and the learning-curve figure beside the TF-IDF baseline.
+rule model_export:
+    input:
+        "results/{run}/models/{model}/checkpoint_final.pt",
+    output:
+        "results/{run}/models/{model}/encoder.pt",
+    log:
+        "results/{run}/logs/{model}/export.log",
+    wildcard_constraints:
+        model=alternatives(FAMILY_MODELS),
+    params:
+        family=lambda w: FAMILY_MODELS[w.model]["family"],
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro export --family {params.family:q} --checkpoint {input:q} --output {output:q}")
+
+
+use rule model_export as model_export_init with:  # the random-init baseline (update 0)
+    input:
+        "results/{run}/models/{model}/checkpoint_init.pt",
+    output:
+        "results/{run}/models/{model}/encoder_init.pt",
+    log:
+        "results/{run}/logs/{model}/export_init.log",
+
+
+rule model_similarity:  # Algorithm 1 on the validation lines: the model and the model at update 0
+    input:
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
+        text=model_valid_text,
+    output:
+        "results/{run}/models/{model}/similarity.json",
+    log:
+        "results/{run}/logs/{model}/similarity.log",
+    wildcard_constraints:
+        model=alternatives(FAMILY_MODELS),
+    params:
+        data=model_text_dir,
+        langs=lambda w: PLAN.encoder_languages(w.model),
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro similarity --encoder {input.encoder:q} --init-encoder {input.init:q}"
+               " --data-dir {params.data:q} --split valid --langs {params.langs:q} --threads {threads}"
+               " --output {output:q}")
+
+
+rule model_curves_plot:
+    input:
+        curves="results/{run}/models/{model}/curves.json",
+        tfidf=lambda w: f"{RUN}/nway/{FAMILY_MODELS[w.model]['data']}/tfidf.json",
+    output:
+        report("results/figures/{run}/curves_{model}.png", category="Learning curves"),
+    log:
+        "results/{run}/logs/{model}/curves_plot.log",
+    wildcard_constraints:
+        model=alternatives(FAMILY_MODELS),
+    params:
+        title=lambda w: f"{CFG['run_name']} / {w.model}: {FAMILY_MODELS[w.model].get('description', w.model)}",
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
+               " --output {output:q}")

@@ -1,0 +1,202 @@
+# Family labse (Feng et al. 2020): a WordPiece vocabulary learned on the N-way training lines (language
+# smoothing), optional MLM + TLM pre-training (shared by the models that pre-train alike), the dual
+# encoder with the bidirectional additive-margin loss -- both stages through the shared launcher
+# (torchrun / srun, preemption, resume with the fingerprint check); Tatoeba retrieval (xx -> eng) of
+# the model, the model at update 0 and TF-IDF on the same sentences, and UN P@1 (evaluation.un);
+# the paper's Table 2.
+rule labse_vocab:
+    input:
+        lambda w: [f"{RUN}/nway/{w.data}/tok/train.{lang}" for lang in NWAY[w.data]["languages"]],
+    output:
+        tokenizer="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/tokenizer.json",
+        stats="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/stats.json",
+    log:
+        "results/{run}/logs/nway/{data}/wordpiece_{size}-a{alpha}.log",
+    benchmark:
+        "results/{run}/benchmarks/nway/{data}/wordpiece_{size}-a{alpha}.tsv"
+    wildcard_constraints:
+        size=r"\d+",
+        alpha=r"[0-9.]+",
+    params:
+        langs=lambda w: list(NWAY[w.data]["languages"]),
+    resources:
+        mem_mb=8000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro labse-vocab --langs {params.langs:q} --texts {input:q} --size {wildcards.size:q}"
+               " --smoothing {wildcards.alpha:q} --output {output.tokenizer:q} --stats {output.stats:q}")
+
+
+rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint initialises the dual encoders
+    input:
+        text=lambda w: labse_text(LABSE[PLAN.labse_pretrainings[w.pretraining]]["data"]),
+        tokenizer=lambda w: labse_tokenizer(PLAN.labse_pretrainings[w.pretraining]),
+    output:
+        final="results/{run}/labse_pretrain/{pretraining}/checkpoint_final.pt",
+        curves="results/{run}/labse_pretrain/{pretraining}/curves.json",
+    log:
+        "results/{run}/logs/labse_pretrain/{pretraining}.log",
+    benchmark:
+        "results/{run}/benchmarks/labse_pretrain/{pretraining}.tsv"
+    params:
+        data=lambda w: f"{RUN}/nway/{LABSE[PLAN.labse_pretrainings[w.pretraining]]['data']}",
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
+        settings=lambda w, input: shell_quote_json(PLAN.labse_settings(PLAN.labse_pretrainings[w.pretraining],
+                                                                       "pretrain", tokenizer=input.tokenizer)),
+        launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
+    threads: workflow.cores
+    resources:
+        mem_mb=16000,
+        runtime=7200,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
+               " --final {output.final:q} --curves {output.curves:q} --threads {threads}"
+               " --launcher {params.launcher:q} --settings {params.settings}", keys=["models", "nway_data"])
+
+
+rule labse_train:
+    input:
+        text=lambda w: labse_text(LABSE[w.model]["data"]),
+        tokenizer=lambda w: labse_tokenizer(w.model),
+        pretrained=lambda w: labse_pretrained(w.model),
+    output:
+        final="results/{run}/models/{model}/checkpoint_final.pt",
+        initial="results/{run}/models/{model}/checkpoint_init.pt",
+        curves="results/{run}/models/{model}/curves.json",
+    log:
+        "results/{run}/logs/{model}/train.log",
+    benchmark:
+        "results/{run}/benchmarks/{model}/train.tsv"
+    wildcard_constraints:
+        model=alternatives(LABSE),
+    params:
+        data=lambda w: f"{RUN}/nway/{LABSE[w.model]['data']}",
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
+        settings=lambda w, input: shell_quote_json(PLAN.labse_settings(
+            w.model, "dual", tokenizer=input.tokenizer, init_checkpoint=input.pretrained[0] if input.pretrained else None)),
+        launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
+    threads: workflow.cores
+    resources:
+        mem_mb=16000,
+        runtime=7200,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
+               " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
+               " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
+               keys=["models", "nway_data"])
+
+
+rule labse_tatoeba:  # xx -> eng retrieval on the Tatoeba test set: the model and the model at update 0
+    input:
+        encoder="results/{run}/models/{model}/{encoder}.pt",
+        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in labse_tatoeba_languages()],
+        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in labse_tatoeba_languages()],
+    output:
+        "results/{run}/models/{model}/tatoeba_{encoder}.json",
+    log:
+        "results/{run}/logs/{model}/tatoeba_{encoder}.log",
+    wildcard_constraints:
+        model=alternatives(LABSE),
+        encoder="encoder|encoder_init",
+    params:
+        langs=lambda w: labse_tatoeba_languages(),
+        keep_case=lambda w: "" if NWAY[LABSE[w.model]["data"]]["lowercase"] else "--keep-case",
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} --langs {params.langs:q}"
+               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
+
+
+rule labse_tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences
+    input:
+        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in labse_tatoeba_languages()],
+        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in labse_tatoeba_languages()],
+    output:
+        "results/{run}/labse_tatoeba_tfidf.json",
+    log:
+        "results/{run}/logs/labse_tatoeba_tfidf.log",
+    params:
+        langs=lambda w: labse_tatoeba_languages(),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+               " --eng {input.eng:q} --output {output:q}")
+
+
+rule labse_un:  # UN retrieval P@1 (= 100 - error): each sentence's English translation among all English ones
+    input:
+        encoder="results/{run}/models/{model}/{encoder}.pt",
+        xx=lambda w: [local_corpus_file(labse_un()["corpus"], lang) for lang in labse_un()["languages"]],
+        eng=lambda w: [local_corpus_file(labse_un()["corpus"], "eng") for _ in labse_un()["languages"]],
+    output:
+        "results/{run}/models/{model}/un_{encoder}.json",
+    log:
+        "results/{run}/logs/{model}/un_{encoder}.log",
+    wildcard_constraints:
+        model=alternatives(LABSE),
+        encoder="encoder|encoder_init",
+    params:
+        langs=lambda w: list(labse_un()["languages"]),
+        keep_case=lambda w: "" if NWAY[LABSE[w.model]["data"]]["lowercase"] else "--keep-case",
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task un --encoder {input.encoder:q} --langs {params.langs:q}"
+               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
+
+
+rule labse_un_tfidf:
+    input:
+        xx=lambda w: [local_corpus_file(labse_un()["corpus"], lang) for lang in labse_un()["languages"]],
+        eng=lambda w: [local_corpus_file(labse_un()["corpus"], "eng") for _ in labse_un()["languages"]],
+    output:
+        "results/{run}/labse_un_tfidf.json",
+    log:
+        "results/{run}/logs/labse_un_tfidf.log",
+    params:
+        langs=lambda w: list(labse_un()["languages"]),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task un --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+               " --eng {input.eng:q} --output {output:q}")
+
+
+rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
+    input:
+        tatoeba=lambda w: [f"{RUN}/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
+        if labse_tatoeba_languages() else [],
+        tfidf=lambda w: [f"{RUN}/labse_tatoeba_tfidf.json"] if labse_tatoeba_languages() else [],
+        un=lambda w: [f"{RUN}/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
+        if labse_un() else [],
+        un_tfidf=lambda w: [f"{RUN}/labse_un_tfidf.json"] if labse_un() else [],
+    output:
+        md="results/tables/{run}/labse_2020/table2.md",
+        csv=report("results/tables/{run}/labse_2020/table2.csv", category="Similarity search", caption="../../report/table.rst"),
+    log:
+        "results/{run}/logs/labse_tables.log",
+    params:
+        models=lambda w: shell_quote_json([
+            {"name": name, "description": m.get("description", name), "paper_row": m["paper_row"],
+             "pretrained": m["pretrain"]["enabled"],
+             "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
+             "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
+             "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
+             "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
+            for name, m in LABSE.items()]),
+        tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
+                                         *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --md {output.md:q}"
+               " --csv {output.csv:q} --run-name {wildcards.run:q}")
