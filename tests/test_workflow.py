@@ -9,9 +9,10 @@ import pytest
 from conftest import REPO, run_snakemake
 
 
-@pytest.mark.parametrize("config", ["tests/toy/config.yaml", "tests/toy/compare.yaml", "config/schwenk_douze_2017.yaml"])
+@pytest.mark.parametrize("config", ["tests/toy/config.yaml", "tests/toy/compare.yaml", "config/schwenk_douze_2017.yaml",
+                                    "config/labse_2020.yaml"])
 def test_lint_is_clean(config):
-    """Every rule file is linted: the LASER rules, the multienc and N-way rules, the comparison."""
+    """Every rule file is linted: the LASER rules, the multienc, LaBSE and N-way rules, the comparison."""
     proc = run_snakemake("--lint", "--configfile", str(REPO / config))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr

@@ -15,7 +15,7 @@ from laser_repro import provenance
 from laser_repro.core import cli as core_cli
 from laser_repro.data import cli as data_cli, nway
 from laser_repro.core import download
-from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, un, wmt, xnli
+from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, wmt, xnli
 from laser_repro.models import cli as models_cli, training
 from laser_repro.models.labse import vocab as labse_vocab
 from laser_repro.models.laser import nli_multitask
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
     sub = p.add_subparsers(dest="command", required=True)
     for module in (core_cli, download, data_cli, nway, training, models_cli, nli_multitask, labse_vocab,
-                   evaluation_cli, bucc, xnli, mldoc, wmt, flores, nway_eval, retrieval, un, ablation, schwenk_douze,
+                   evaluation_cli, bucc, xnli, mldoc, wmt, flores, nway_eval, retrieval, ablation, schwenk_douze,
                    labse_tables, compare, provenance):
         module.add_cli(sub)
     return p
