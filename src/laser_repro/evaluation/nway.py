@@ -39,7 +39,13 @@ def evaluate(encoder, init_encoder, data_dir, split: str, langs: Sequence[str]) 
     return out
 
 
-def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping | None = None) -> None:
+#: the loss panel of each family's curves: (title, y label)
+LOSS_LABELS = {"multienc": ("translation loss", "cross-entropy per target token (nats)"),
+               "labse": ("ranking loss (AMS, both directions)", "loss per pair, x->y + y->x (nats)")}
+
+
+def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping | None = None,
+                family: str = "multienc") -> None:
     """Two panels over updates: training and validation loss; the validation similarity error (mean
     over ordered pairs, and per source language), the TF-IDF baseline dashed, the kept update marked."""
     import matplotlib
@@ -56,8 +62,8 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping 
     ax_loss.plot(updates, [r.get("train_loss", float("nan")) for r in rows], marker=".", label="training batches")
     ax_loss.plot(updates, [r["valid_loss"] for r in rows], marker=".", label="validation lines")
     ax_loss.set_xlabel("updates")
-    ax_loss.set_ylabel("cross-entropy per target token (nats)")
-    ax_loss.set_title("translation loss")
+    ax_loss.set_title(LOSS_LABELS[family][0])
+    ax_loss.set_ylabel(LOSS_LABELS[family][1])
     ax_loss.legend()
     ax_sim.plot(updates, [r["valid_similarity_error"] for r in rows], color="black", linewidth=2, marker=".",
                 label="mean over ordered pairs")
@@ -98,7 +104,7 @@ def cmd_tfidf(a) -> None:
 
 def cmd_curves(a) -> None:
     rows = read_json(a.curves)
-    plot_curves(rows, a.output, title=a.title, tfidf=read_json(a.tfidf) if a.tfidf else None)
+    plot_curves(rows, a.output, title=a.title, tfidf=read_json(a.tfidf) if a.tfidf else None, family=a.family)
 
 
 def add_cli(sub) -> None:
@@ -118,9 +124,10 @@ def add_cli(sub) -> None:
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_tfidf)
 
-    s = sub.add_parser("nway-curves", help="plot the learning curves of a multienc run")
+    s = sub.add_parser("nway-curves", help="plot the learning curves of a multienc or labse run")
     s.add_argument("--curves", required=True, help="curves.json of the run")
     s.add_argument("--tfidf", help="the TF-IDF baseline on the same validation lines")
     s.add_argument("--title", required=True)
+    s.add_argument("--family", choices=sorted(LOSS_LABELS), default="multienc", help="the loss the curves show")
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_curves)

@@ -34,6 +34,28 @@ class Encoder(ABC):
         """float32 ``(len(lines), dim)`` embeddings of ``lines`` (the model's input text) in ``lang``."""
 
 
+class LoadedEncoder(Encoder):
+    """An :class:`Encoder` over a family's own encoder object (``.dim``, ``.embed(list, lang)``)."""
+
+    def __init__(self, encoder):
+        self._encoder = encoder
+        self.dim = encoder.dim
+
+    def embed(self, lines, lang):
+        return self._encoder.embed(list(lines), lang)
+
+
+def run_training_loop(trainer, data_dir, save_dir, settings: Mapping, *, rank, stop_requested,
+                      process_keys: Sequence[str]) -> dict:
+    """``train_worker`` of a family with its own training loop (a module with ``train(...)`` and
+    ``CHECKPOINT_BEST``): the process settings are the launcher's, the kept model is the best checkpoint."""
+    train = {k: v for k, v in settings["train"].items() if k not in process_keys}
+    outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank,
+                            stop_requested=stop_requested)
+    return {**outcome, "model": Path(save_dir) / trainer.CHECKPOINT_BEST, "kept_update": outcome.get("best_update"),
+            "runtime": {"batch_size": train.get("batch_size")}}
+
+
 class ModelFamily(ABC):
     """One family of models; stateless (one instance per process)."""
 
@@ -71,9 +93,13 @@ class ModelFamily(ABC):
         ``{"num_updates", "start_updates", "preempted", "model": path of the checkpoint to publish,
         "runtime": {...}}`` (runtime: how it ran, for the status and the provenance record)."""
 
-    @abstractmethod
     def checkpoint_updates(self, path) -> int:
-        """The number of updates of a training checkpoint."""
+        """The number of updates of a training checkpoint (one of ours: a dict with ``num_updates``)."""
+        from laser_repro.models.checkpoint_safety import load_model_file
+
+        state = load_model_file(path, what="training checkpoint", rebuild="delete it and train again",
+                                map_location="cpu", weights_only=True)
+        return int(state["num_updates"])
 
     @abstractmethod
     def export(self, checkpoint, out) -> dict:

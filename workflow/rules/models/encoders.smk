@@ -62,8 +62,9 @@ rule model_curves_plot:
         model=alternatives(FAMILY_MODELS),
     params:
         title=lambda w: f"{CFG['run_name']} / {w.model}: {FAMILY_MODELS[w.model].get('description', w.model)}",
+        family=lambda w: FAMILY_MODELS[w.model]["family"],
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
-               " --output {output:q}")
+               " --family {params.family:q} --output {output:q}")

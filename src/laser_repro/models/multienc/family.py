@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
-from laser_repro.models.base import Encoder, ModelFamily
+from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, run_training_loop
 
 #: train keys that do not change the weights at a given update, or only say when to stop / what to log
 PROCESS_KEYS = ("cpu_processes",)
@@ -35,19 +35,8 @@ class MultiencFamily(ModelFamily):
                      stop_requested: Callable[[], bool]) -> dict:
         from laser_repro.models.multienc import trainer
 
-        train = {k: v for k, v in settings["train"].items() if k not in PROCESS_KEYS}
-        outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank,
-                                stop_requested=stop_requested)
-        best = Path(save_dir) / trainer.CHECKPOINT_BEST
-        return {**outcome, "model": best, "kept_update": outcome.get("best_update"),
-                "runtime": {"batch_size": train.get("batch_size")}}
-
-    def checkpoint_updates(self, path) -> int:
-        from laser_repro.models.checkpoint_safety import load_model_file
-
-        state = load_model_file(path, what="training checkpoint", rebuild="delete it and train again",
-                                map_location="cpu", weights_only=True)
-        return int(state["num_updates"])
+        return run_training_loop(trainer, data_dir, save_dir, settings, rank=rank, stop_requested=stop_requested,
+                                 process_keys=PROCESS_KEYS)
 
     def export(self, checkpoint, out) -> dict:
         from laser_repro.models.multienc.export import export_encoder
@@ -57,13 +46,5 @@ class MultiencFamily(ModelFamily):
     def load_encoder(self, path) -> Encoder:
         from laser_repro.models.multienc.export import MultiencEncoder
 
-        return _Loaded(MultiencEncoder.load(path))
+        return LoadedEncoder(MultiencEncoder.load(path))
 
-
-class _Loaded(Encoder):
-    def __init__(self, encoder):
-        self._encoder = encoder
-        self.dim = encoder.dim
-
-    def embed(self, lines, lang):
-        return self._encoder.embed(list(lines), lang)
