@@ -114,6 +114,8 @@ def test_labse_pretrains_trains_and_fills_table2(families):
         assert scores["task"] == "tatoeba" and set(scores["results"]) == {"fra", "spa"}
     similarity = json.loads((run / "models" / "toy_labse" / "similarity.json").read_text())
     assert len(similarity["similarity"]["pairs"]) == 6 * 5
+    un = json.loads((run / "models" / "toy_labse" / "un_encoder.json").read_text())
+    assert un["task"] == "un" and {k: v["n"] for k, v in un["results"].items()} == dict.fromkeys(["spa", "fra", "rus", "cmn"], 400)
     table = (workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.md").read_text()
     assert "83.7" in table and "`toy_labse`" in table and "pre-trained, before dual training" in table
     cells = list(csv.DictReader(open(workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.csv",
@@ -122,6 +124,8 @@ def test_labse_pretrains_trains_and_fills_table2(families):
     tatoeba = json.loads((run / "models" / "toy_labse" / "tatoeba_encoder.json").read_text())["results"]
     mean = 100 - (tatoeba["fra"]["error"] + tatoeba["spa"]["error"]) / 2
     assert float(ours["tatoeba_all"]["ours"]) == pytest.approx(mean, abs=0.01) and ours["tatoeba_all"]["paper"]
+    p_at_1 = sum(100 - v["error"] for v in un["results"].values()) / 4
+    assert float(ours["un_avg"]["ours"]) == pytest.approx(p_at_1, abs=0.01) and ours["un_avg"]["paper"] == "89.50"
     assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_labse.png").stat().st_size > 10000
 
 
