@@ -9,8 +9,9 @@ on the input files, the settings and the seed.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
@@ -33,11 +34,10 @@ def smoothed_counts(sizes: Mapping[str, int], alpha: float) -> dict[str, int]:
     return {lang: max(1, round(total * w / norm)) for lang, w in weights.items()}
 
 
-def smoothed_lines(lines: Sequence[str], count: int, seed: int) -> list[str]:
-    """``count`` lines of ``lines``: whole copies (in order) plus a seeded sample of the rest."""
-    copies, rest = divmod(count, len(lines))
-    picked = np.sort(np.random.default_rng(seed).choice(len(lines), size=rest, replace=False))
-    return list(lines) * copies + [lines[i] for i in picked]
+def smoothed_selection(n_lines: int, count: int, seed: int) -> tuple[int, set[int]]:
+    """``count`` of ``n_lines`` lines: every line ``copies`` times plus the seeded sample ``extra`` once more."""
+    copies, rest = divmod(count, n_lines)
+    return copies, set(np.random.default_rng(seed).choice(n_lines, size=rest, replace=False).tolist())
 
 
 def new_tokenizer():
@@ -70,20 +70,31 @@ def learn(files: Mapping[str, Path], size: int, *, smoothing: float = 0.3, seed:
     order and does not). WordPiece marks the *continuation* of a word (``##``) where fastBPE marks its end
     (``</w>``): the words are learned reversed, so a fastBPE word end is a WordPiece word start. Words come
     from the tokenizer's own normalizer and pre-tokenizer (BERT's: punctuation and CJK characters split)."""
-    from collections import Counter
-
     from laser_repro.data.bpe import END, learn_codes
 
-    texts = {lang: list(iter_lines(path)) for lang, path in files.items()}
-    for lang, lines in texts.items():
-        if not lines:
-            raise ValueError(f"{files[lang]}: empty (no training lines for {lang})")
-    counts = smoothed_counts({lang: len(lines) for lang, lines in texts.items()}, smoothing)
     tok = new_tokenizer()
-    words: Counter = Counter()
-    for i, lang in enumerate(sorted(texts)):
-        for line in smoothed_lines(texts[lang], counts[lang], seed * 1000 + i):
-            words.update(w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(line)))
+
+    def line_words(line: str):
+        return (w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(line)))
+
+    sizes = {lang: sum(1 for _ in iter_lines(path)) for lang, path in files.items()}  # streamed: corpora can be large
+    for lang, n in sizes.items():
+        if not n:
+            raise ValueError(f"{files[lang]}: empty (no training lines for {lang})")
+    counts = smoothed_counts(sizes, smoothing)
+    raw: dict[str, Counter] = {}  # words of each language's lines, each line once ([UNK] rates)
+    words: Counter = Counter()    # words of the smoothed text the vocabulary is learned from
+    for i, lang in enumerate(sorted(files)):
+        copies, extra = smoothed_selection(sizes[lang], counts[lang], seed * 1000 + i)
+        raw[lang], sampled = Counter(), Counter()
+        for j, line in enumerate(iter_lines(files[lang])):
+            found = list(line_words(line))
+            raw[lang].update(found)
+            if j in extra:
+                sampled.update(found)
+        for word, n in raw[lang].items():
+            words[word] += copies * n
+        words.update(sampled)
 
     def piece(symbol: str) -> str:  # a symbol of a reversed word -> its WordPiece entry
         return symbol[:-len(END)][::-1] if symbol.endswith(END) else "##" + symbol[::-1]
@@ -101,8 +112,8 @@ def learn(files: Mapping[str, Path], size: int, *, smoothing: float = 0.3, seed:
     add_post_processor(tok)
     stats = {"size": tok.get_vocab_size(), "requested_size": size, "characters": len(alphabet),
              "merges": len(learned.codes), "smoothing": smoothing, "seed": seed,
-             "lines": {lang: len(lines) for lang, lines in texts.items()}, "smoothed_lines": counts}
-    stats["unk_rate"] = unk_rates(tok, texts)
+             "lines": sizes, "smoothed_lines": counts}
+    stats["unk_rate"] = unk_rates(tok, raw)
     return tok, stats
 
 
@@ -112,13 +123,17 @@ def _wordpiece(vocab: Mapping[str, int]):
     return WordPiece(dict(vocab), unk_token=UNK, continuing_subword_prefix="##", max_input_chars_per_word=100)
 
 
-def unk_rates(tok, texts: Mapping[str, Sequence[str]]) -> dict[str, float]:
-    """% of the tokens of each language that are [UNK] (the paper's footnote 17 measures mBERT's)."""
+def unk_rates(tok, words: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
+    """% of the tokens of each language that are [UNK] (the paper's footnote 17 measures mBERT's), from its
+    word counts: WordPiece segments each word alone, so each distinct word is encoded once."""
     unk = tok.token_to_id(UNK)
     rates = {}
-    for lang, lines in texts.items():
-        ids = [i for enc in tok.encode_batch(list(lines), add_special_tokens=False) for i in enc.ids]
-        rates[lang] = round(100.0 * sum(i == unk for i in ids) / max(len(ids), 1), 3)
+    for lang, counts in words.items():
+        distinct = list(counts)
+        encoded = tok.encode_batch(distinct, add_special_tokens=False) if distinct else []
+        total = sum(len(enc.ids) * counts[w] for w, enc in zip(distinct, encoded))
+        unknown = sum(enc.ids.count(unk) * counts[w] for w, enc in zip(distinct, encoded))
+        rates[lang] = round(100.0 * unknown / max(total, 1), 3)
     return rates
 
 
