@@ -24,6 +24,15 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     os.replace(tmp, path)
 
 
+def restore_rng(states: list, rank: Rank, seed: int, num_updates: int) -> None:
+    """This rank's torch RNG state (dropout) from a checkpoint's per-rank states; with another number of
+    processes the masks cannot continue exactly anyway: a seed derived from (seed, rank, update)."""
+    if len(states) == rank.world_size:
+        torch.set_rng_state(states[rank.rank])
+    else:
+        torch.manual_seed(derived_seed(seed, rank.rank, num_updates))
+
+
 class Comm:
     """The collectives training needs; no-ops for one process."""
 

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from laser_repro.core.launch import Rank
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
-from laser_repro.models.collectives import Comm, atomic_write, derived_seed
+from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
@@ -203,11 +203,7 @@ class _Training:
         self.model.load_state_dict(ckpt["model"])
         self.optimizer = self._optimizer()
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        states = ckpt["torch_rng_states"]
-        if len(states) == self.rank.world_size:
-            torch.set_rng_state(states[self.rank.rank])
-        else:
-            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank, self.state["num_updates"]))
+        restore_rng(ckpt["torch_rng_states"], self.rank, self.opts["seed"], self.state["num_updates"])
         if self.rank.is_master:
             self.log.info("resumed from %s at update %d (epoch %d, batch %d, %d layers)", last,
                           self.state["num_updates"], self.state["epoch"], self.state["batch_index"], self.depth)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from laser_repro.core.launch import Rank
-from laser_repro.models.collectives import Comm as _Comm, atomic_write as _atomic_write, derived_seed as _seed
+from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.multienc.data import batches, collate, load_split
@@ -75,7 +75,7 @@ def complete_settings(settings: Mapping) -> dict:
 class _Training:
     """State and steps of one training run (see :func:`train`)."""
 
-    def __init__(self, data_dir: Path, save_dir: Path, settings: dict, rank: Rank, comm: _Comm,
+    def __init__(self, data_dir: Path, save_dir: Path, settings: dict, rank: Rank, comm: Comm,
                  log: logging.Logger):
         self.save_dir, self.settings, self.rank, self.comm, self.log = save_dir, settings, rank, comm, log
         self.opts = settings["train"]
@@ -103,7 +103,7 @@ class _Training:
         if not last.exists():
             for param in self.model.state_dict().values():  # one initialisation on every rank
                 self.comm.broadcast_(param)
-            torch.manual_seed(_seed(self.opts["seed"], self.rank.rank))
+            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank))
             if not (self.save_dir / CHECKPOINT_INIT).exists():
                 self.save(CHECKPOINT_INIT)
             return
@@ -118,11 +118,7 @@ class _Training:
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.state = {key: ckpt[key] for key in self.state}
-        states = ckpt["torch_rng_states"]
-        if len(states) == self.rank.world_size:
-            torch.set_rng_state(states[self.rank.rank])
-        else:  # another number of processes: dropout masks cannot continue exactly anyway
-            torch.manual_seed(_seed(self.opts["seed"], self.rank.rank, self.state["num_updates"]))
+        restore_rng(ckpt["torch_rng_states"], self.rank, self.opts["seed"], self.state["num_updates"])
         if self.rank.is_master:
             self.log.info("resumed from %s at update %d (epoch %d, batch %d)", last, self.state["num_updates"],
                           self.state["epoch"], self.state["batch_index"])
@@ -135,7 +131,7 @@ class _Training:
         payload = {"format": 1, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                    **copy.deepcopy(self.state), "settings": self.settings,
                    "dictionary": list(self.dictionary.symbols), "torch_rng_states": rng_states}
-        _atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+        atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
 
     # ---- training -----------------------------------------------------------------------------
     def finished(self) -> bool:
@@ -257,7 +253,7 @@ class _Training:
                           "(update %d) | lr %.3g", s["num_updates"], valid_loss, error,
                           s["best_similarity_error"], s["best_update"], s["lr"])
             curves = self.save_dir / CURVES_FILE
-            _atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
+            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
         self.save(CHECKPOINT_LAST)
         if improved:
             self.save(CHECKPOINT_BEST)
@@ -303,7 +299,7 @@ def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: 
     settings = complete_settings(settings)
     save_dir = Path(save_dir)
     save_dir.mkdir(parents=True, exist_ok=True)
-    comm = _Comm(rank)
+    comm = Comm(rank)
     try:
         training = _Training(Path(data_dir), save_dir, settings, rank, comm, log)
         training.resume_or_start()
