@@ -16,4 +16,4 @@ PIP=(.venv/bin/python -m pip install --disable-pip-version-check -q -c workflow/
 # nothing here uses it (fairseq imports it only in its speech tasks), but transformers imports any installed one
 .venv/bin/python -m pip uninstall --disable-pip-version-check -q -y torchaudio
 "${PIP[@]}" --no-deps --no-build-isolation -e .
-.venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
+.venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, numba, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'

@@ -14,6 +14,7 @@ FAMILIES = {
     "laser": "laser_repro.models.laser.family:LaserFamily",
     "multienc": "laser_repro.models.multienc.family:MultiencFamily",
     "labse": "laser_repro.models.labse.family:LabseFamily",
+    "bisent2vec": "laser_repro.models.bisent2vec.family:BiSent2VecFamily",
 }
 _loaded: dict[str, ModelFamily] = {}
 

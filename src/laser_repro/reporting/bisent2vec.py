@@ -1,0 +1,605 @@
+"""Sabet et al. 2019 (Bi-Sent2Vec), Tables 1, 3 and 4: our P@1 beside the published ones.
+
+The paper's values are in ``paper_values/bisent2vec_2019.csv``: one line per printed cell of its Tables 1, 3,
+4 and 5 (every row, baselines included; the "Reduction in error" rows of Tables 3 and 4 with unit "%", their
+printed '–' an empty value), with the paper's table, row and column in ``source``. Columns are
+``en-xx.fwd`` (the paper's "en-xx →": English queries, xx candidates), ``en-xx.bwd`` ("←": xx to English) and
+``avg`` (Table 4: ``words.en-xx.*`` and ``sentences.en-xx.*``, no average). ``block`` is the side of the
+paper's double midrule (mapping-based or jointly trained), "reduction in error", or Table 5's
+"MLDoc zero-shot transfer" (Table 5 is in the CSV only; its MLDoc accuracies are not reported here).
+
+Our inputs are *result JSONs*, one per (model, direction, task), written by the evaluation commands::
+
+    word translation (Tables 1 and 4, left):
+    {"task": "muse_words", "src": "eng", "tgt": "fra",
+     "results": {"nn": {"p@1": 71.2, "p@5": .., "p@10": .., "n": 1480, "n_dictionary": 1500},
+                 "csls_knn_10": {...}}}
+    sentence retrieval on Europarl (Tables 3 and 4, right):
+    {"task": "europarl", "src": "eng", "tgt": "fra",
+     "results": {"nn": {"p@1": .., "n_queries": 2000, "n_keys": 200000}, "csls_knn_10": {...}}}
+
+Languages are ISO 639-3 (:data:`LANGUAGES` maps them to the paper's codes); ``eng-xx`` is the paper's →,
+``xx-eng`` its ←. Each of our models is one language pair and one n-gram order::
+
+    {"name": "bis2v_en_fr_uni", "description": "...", "pair": ["eng", "fra"], "ngrams": 1,  # 2: uni. + bi.
+     "words": {"eng-fra": results or None, "fra-eng": ...}, "words_init": {...},
+     "sentences": {...}, "sentences_init": {...}}
+
+where ``*_init`` are the same evaluations of the model at its random initialization. Our rows of a table
+gather the models of one n-gram order over the table's pairs: ``ours.uni.nn`` (uni., NN retrieval) stands
+for the paper's ``BI-SENT2VEC uni. NN`` row, ``ours.uni_bi.csls`` for ``uni. + bi. CSLS`` and so on
+(:data:`METHODS`: ``nn`` -> NN, ``csls_knn_10`` -> CSLS). Then the same rows at random init, then the
+non-learned baselines on the same queries: *identical strings* for words (a source word translated as itself
+when the same string is in the target vocabulary) and TF-IDF for sentences, given as result JSONs of the same
+format per direction (a baseline's ``results`` may hold another method than ``nn`` / ``csls_knn_10``, e.g.
+``identical_strings``: one row per method). A pair no model was trained for, or a direction without results,
+is an empty cell (never 0) with a note; an average only when every column of its row has a value.
+
+Command line (writes ``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv``)::
+
+    laser-repro bisent2vec-tables --models models.json --out-dir reports/bisent2vec --run-name RUN \
+        [--identical-strings eng-fra=ident_eng_fra.json ...] [--tfidf eng-fra=tfidf_eng_fra.json ...]
+
+``--models`` is the list of model dicts above with paths (or null) in place of the results.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from importlib import resources
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from laser_repro.core.textio import atomic_output
+from laser_repro.reporting.tables import fmt2
+
+PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
+PAPER_CSV = "bisent2vec_2019.csv"
+#: our ISO 639-3 codes -> the paper's
+LANGUAGES = {"eng": "en", "fra": "fr", "deu": "de", "spa": "es", "ita": "it", "rus": "ru", "hun": "hu", "fin": "fi"}
+#: our two evaluations -> the ``task`` of their result JSONs
+TASKS = {"words": "muse_words", "sentences": "europarl"}
+#: the count of queries behind a P@1, and of the dictionary / the candidates, in a method's results
+N_KEY = {"words": "n", "sentences": "n_queries"}
+CANDIDATES_KEY = {"words": "n_dictionary", "sentences": "n_keys"}
+#: retrieval methods of the result JSONs -> the paper's names
+METHODS = {"nn": "NN", "csls_knn_10": "CSLS"}
+#: n-gram order -> (row id part, the paper's label)
+VARIANTS = {1: ("uni", "uni."), 2: ("uni_bi", "uni. + bi.")}
+RESULT_KEYS = ("words", "words_init", "sentences", "sentences_init")
+MODEL_KEYS = ("name", "description", "pair", "ngrams", *RESULT_KEYS)
+#: the tables we report: their language pairs (paper codes) and evaluations
+TABLE_PAIRS = {1: ("es", "fr", "de", "ru", "it"), 3: ("es", "fr", "de", "it"), 4: ("fi", "hu")}
+TABLE_KINDS = {1: ("words",), 3: ("sentences",), 4: ("words", "sentences")}
+TABLES = (1, 3, 4)
+TITLES = {1: "cross-lingual word translation retrieval, P@1 (MUSE dictionaries)",
+          3: "cross-lingual sentence retrieval on Europarl, P@1",
+          4: "word and sentence retrieval for the dis-similar pairs en-fi and en-hu, P@1"}
+#: the paper's setting (Sections 4.1 and 4.3): queries and candidates per direction
+PAPER_QUERIES = {"words": 1500, "sentences": 2000}
+PAPER_CANDIDATES = {"words": 200_000, "sentences": 200_000}
+BASELINES = {"words": ("identical_strings", "Identical strings (a word translated as itself; no learning)"),
+             "sentences": ("tfidf", "TF-IDF (no learning)")}
+CSV_FIELDS = ("table", "row", "model", "column", "ours", "paper", "unit", "n", "n_candidates", "source")
+#: paper cells whose printed average is not the mean of the row's printed values (to 0.05)
+PAPER_AVG_OFF = {"t1.bivec.nn", "t1.bivec.csls", "t3.vecmap.unsup"}
+
+
+# ---- the paper's values ------------------------------------------------------------------------------------
+def read_paper_values() -> list[dict]:
+    """The lines of ``paper_values/bisent2vec_2019.csv``."""
+    text = resources.files("laser_repro.reporting.paper_values").joinpath(PAPER_CSV).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def paper_rows(table: int | None = None) -> list[dict]:
+    """The rows of one table (all four when None) in the paper's order: ``{"table", "row_id", "block",
+    "system", "unit", "values": {column: float or None for a printed '–'}, "printed": {column: the CSV's
+    string}, "source": {column: source}}``."""
+    rows: dict[str, dict] = {}
+    for line in read_paper_values():
+        if table is not None and int(line["table"]) != table:
+            continue
+        row = rows.setdefault(line["row_id"], {"table": int(line["table"]), "row_id": line["row_id"],
+                                               "block": line["block"], "system": line["system"],
+                                               "unit": line["unit"], "values": {}, "printed": {}, "source": {}})
+        row["values"][line["column"]] = float(line["value"]) if line["value"] else None
+        row["printed"][line["column"]] = line["value"]
+        row["source"][line["column"]] = line["source"]
+    return list(rows.values())
+
+
+def paper_row_ids(table: int | None = None) -> list[str]:
+    return [row["row_id"] for row in paper_rows(table)]
+
+
+# ---- columns ---------------------------------------------------------------------------------------------
+def columns(table: int) -> list[dict]:
+    """The value columns of a table in the paper's order: ``{"column", "kind", "lang" (ISO 639-3),
+    "direction" ("eng-fra" style), "header"}``; Tables 1 and 3 end with ``avg`` (kind None)."""
+    iso3 = {v: k for k, v in LANGUAGES.items()}
+    out = []
+    for kind in TABLE_KINDS[table]:
+        prefix = f"{kind}." if table == 4 else ""
+        for code in TABLE_PAIRS[table]:
+            lang = iso3[code]
+            for d, arrow, direction in (("fwd", "→", f"eng-{lang}"), ("bwd", "←", f"{lang}-eng")):
+                header = f"{prefix.rstrip('.') + ' ' if prefix else ''}en-{code} {arrow}"
+                out.append({"column": f"{prefix}en-{code}.{d}", "kind": kind, "lang": lang,
+                            "direction": direction, "header": header})
+    if table != 4:
+        out.append({"column": "avg", "kind": None, "lang": None, "direction": None, "header": "avg."})
+    return out
+
+
+def column_ids(table: int) -> list[str]:
+    return [c["column"] for c in columns(table)]
+
+
+# ---- validation ------------------------------------------------------------------------------------------
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_results(results: Mapping | None, kind: str, what: str, direction: str | None = None,
+                  baseline: bool = False) -> None:
+    """Raise ValueError (naming ``what``: a file or a model's key) unless ``results`` are results of
+    ``kind`` ("words" or "sentences"; of ``direction`` "src-tgt" when given) holding ``nn`` or
+    ``csls_knn_10`` (a ``baseline``'s may hold other methods instead, e.g. ``identical_strings``)."""
+    if results is None:
+        return
+    task = TASKS[kind]
+    if not isinstance(results, Mapping) or not isinstance(results.get("results"), Mapping):
+        raise ValueError(f"{what}: not retrieval results (no 'results' mapping)")
+    if results.get("task") != task:
+        raise ValueError(f"{what}: results of task {results.get('task')!r}, expected {task!r}")
+    src, tgt = results.get("src"), results.get("tgt")
+    if not isinstance(src, str) or not isinstance(tgt, str):
+        raise ValueError(f"{what}: no 'src' / 'tgt' language codes")
+    if direction is not None and f"{src}-{tgt}" != direction:
+        raise ValueError(f"{what}: results of {src}-{tgt}, expected {direction}")
+    if not results["results"] or (not baseline and not any(m in results["results"] for m in METHODS)):
+        raise ValueError(f"{what}: 'results' has none of {', '.join(map(repr, METHODS))}")
+    for method, res in results["results"].items():
+        if not isinstance(res, Mapping):
+            raise ValueError(f"{what}: results[{method!r}] is not a mapping")
+        if not _number(res.get("p@1")) or not 0 <= res["p@1"] <= 100:
+            raise ValueError(f"{what}: results[{method!r}] has no numeric 'p@1' in [0, 100]")
+        if not _number(res.get(N_KEY[kind])):
+            raise ValueError(f"{what}: results[{method!r}] has no numeric {N_KEY[kind]!r}")
+        if res.get(CANDIDATES_KEY[kind]) is not None and not _number(res[CANDIDATES_KEY[kind]]):
+            raise ValueError(f"{what}: results[{method!r}][{CANDIDATES_KEY[kind]!r}] is not a number")
+
+
+def _directions(pair: Sequence[str]) -> tuple[str, str]:
+    return f"{pair[0]}-{pair[1]}", f"{pair[1]}-{pair[0]}"
+
+
+def _check_models(models: Sequence[Mapping]) -> None:
+    names = [m.get("name") for m in models]
+    if any(not n for n in names) or len(set(names)) != len(names):
+        raise ValueError(f"every model needs a distinct name, got {names}")
+    seen: dict[tuple, str] = {}
+    for m in models:
+        pair = m.get("pair")
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2 or pair[0] != "eng"
+                or pair[1] not in LANGUAGES or pair[1] == "eng"):
+            raise ValueError(f"model {m['name']}: 'pair' must be ['eng', xx] with xx one of "
+                             f"{', '.join(c for c in LANGUAGES if c != 'eng')}, got {pair!r}")
+        if m.get("ngrams") not in VARIANTS:
+            raise ValueError(f"model {m['name']}: 'ngrams' must be 1 (uni.) or 2 (uni. + bi.), "
+                             f"got {m.get('ngrams')!r}")
+        key = (m["ngrams"], pair[1])
+        if key in seen:
+            raise ValueError(f"models {seen[key]} and {m['name']}: both are {VARIANTS[key[0]][1]} eng-{pair[1]}")
+        seen[key] = m["name"]
+        for rkey in RESULT_KEYS:
+            by_direction = m.get(rkey) or {}
+            if not isinstance(by_direction, Mapping):
+                raise ValueError(f"model {m['name']} {rkey!r}: expected {{direction: results}}")
+            for direction, results in by_direction.items():
+                if direction not in _directions(pair):
+                    raise ValueError(f"model {m['name']} {rkey!r}: direction {direction!r} is not one of "
+                                     f"{' / '.join(_directions(pair))}")
+                check_results(results, rkey.split("_")[0], f"model {m['name']} {rkey!r} {direction!r}", direction)
+
+
+def _check_baseline(results: Mapping | None, kind: str, label: str) -> None:
+    for direction, res in (results or {}).items():
+        parts = direction.split("-")
+        if len(parts) != 2 or "eng" not in parts or any(p not in LANGUAGES for p in parts) or parts[0] == parts[1]:
+            raise ValueError(f"{label}: direction {direction!r} is not eng-xx or xx-eng")
+        check_results(res, kind, f"{label} {direction!r}", direction, baseline=True)
+
+
+# ---- values ------------------------------------------------------------------------------------------------
+def _method_result(results: Mapping | None, method: str) -> Mapping | None:
+    return None if results is None else results["results"].get(method)
+
+
+def _empty_row(row: str, kind: str, label: str, paper_row: str | None, table: int) -> dict:
+    out = {"row": row, "kind": kind, "label": label, "paper_row": paper_row, "values": {}, "n": {},
+           "candidates": {}, "models": {}, "missing": {}, "paper": {}, "paper_printed": {}, "paper_source": {}}
+    if paper_row is not None:
+        ref = next(r for r in paper_rows(table) if r["row_id"] == paper_row)
+        out["paper"], out["paper_printed"] = dict(ref["values"]), dict(ref["printed"])
+        out["paper_source"] = dict(ref["source"])
+        out["paper_system"] = f"{ref['block']}: {ref['system']}"
+    return out
+
+
+def _average(row: dict, table: int) -> None:
+    cols = [c for c in columns(table) if c["kind"] is not None]
+    if table == 4:
+        return
+    values = [row["values"].get(c["column"]) for c in cols]
+    complete = all(v is not None for v in values)
+    row["values"]["avg"] = sum(values) / len(values) if complete else None
+    row["n"]["avg"] = sum(row["n"][c["column"]] for c in cols) if complete else None
+    row["candidates"]["avg"] = None
+    names = sorted({row["models"][c["column"]] for c in cols if row["models"].get(c["column"])})
+    row["models"]["avg"] = " ".join(names) if complete else ""
+    if not complete:
+        row["missing"]["avg"] = "not every column of the row has a value"
+
+
+def _fill(row: dict, col: Mapping, results: Mapping | None, method: str, model: str, why_missing: str) -> None:
+    res = _method_result(results, method)
+    c = col["column"]
+    row["values"][c] = float(res["p@1"]) if res is not None else None
+    row["n"][c] = int(res[N_KEY[col["kind"]]]) if res is not None else None
+    cand = res.get(CANDIDATES_KEY[col["kind"]]) if res is not None else None
+    row["candidates"][c] = int(cand) if cand is not None else None
+    row["models"][c] = model if res is not None else ""
+    if res is None:
+        row["missing"][c] = why_missing if results is None else f"no {method!r} result in the file"
+
+
+def table_rows(table: int, models: Sequence[Mapping], identical: Mapping | None = None,
+               tfidf: Mapping | None = None) -> list[dict]:
+    """Our rows of ``table`` (1, 3 or 4): ``ours.<uni|uni_bi>.<nn|csls>`` (with the paper's values of
+    ``t<table>.bis2v.<...>`` in ``paper``) for each n-gram order some model covers a pair of the table with,
+    then ``init.<...>`` for those with init results, then the baselines (``identical_strings.<method>``,
+    ``tfidf.<method>``; ``identical_strings`` for a result under that key) for each method their results
+    hold. ``identical`` / ``tfidf``: {direction: results}.
+    Every row has ``values`` / ``n`` / ``candidates`` / ``models`` per column (None / "" where there is no
+    value) and ``missing``: column -> why it is empty."""
+    models = list(models)
+    _check_models(models)
+    _check_baseline(identical, "words", "identical-strings baseline")
+    _check_baseline(tfidf, "sentences", "TF-IDF baseline")
+    cols = [c for c in columns(table) if c["kind"] is not None]
+    langs = {c["lang"] for c in cols}
+    in_table = [m for m in models if m["pair"][1] in langs]
+    rows = []
+    for kind, suffix in (("ours", ""), ("init", "_init")):
+        for method, method_label in METHODS.items():
+            for ngrams, (part, label) in VARIANTS.items():
+                by_lang = {m["pair"][1]: m for m in in_table if m["ngrams"] == ngrams}
+                if not by_lang:
+                    continue
+                if kind == "init" and not any(any((m.get(k + suffix) or {}).values())
+                                              for m in by_lang.values() for k in TABLE_KINDS[table]):
+                    continue
+                paper_row = f"t{table}.bis2v.{part}.{'nn' if method == 'nn' else 'csls'}" if kind == "ours" else None
+                name = f"BI-SENT2VEC {label} {method_label} (ours)"
+                if kind == "init":
+                    name = f"BI-SENT2VEC {label} {method_label} at random init (ours)"
+                row = _empty_row(f"{kind}.{part}.{'nn' if method == 'nn' else 'csls'}", kind, name, paper_row, table)
+                for col in cols:
+                    m = by_lang.get(col["lang"])
+                    if m is None:
+                        _fill(row, col, None, method, "", f"not trained (no {label} model for the pair)")
+                        continue
+                    results = (m.get(col["kind"] + suffix) or {}).get(col["direction"])
+                    _fill(row, col, results, method, m["name"],
+                          f"not evaluated (no {col['kind'] + suffix} result of {m['name']} for the direction)")
+                _average(row, table)
+                rows.append(row)
+    directions = {c["direction"] for c in cols}
+    for kind in TABLE_KINDS[table]:
+        results_by_dir = identical if kind == "words" else tfidf
+        if not results_by_dir:
+            continue
+        base, label = BASELINES[kind]
+        here = [r for d, r in results_by_dir.items() if r is not None and d in directions]
+        # the methods of its results in the table's directions: nn, csls_knn_10 first, then others
+        # (the identical-strings baseline's results hold one, "identical_strings")
+        found = [m for m in METHODS if any(m in r["results"] for r in here)]
+        found += sorted({m for r in here for m in r["results"] if m not in METHODS})
+        for method in found:
+            short = {"nn": "nn", "csls_knn_10": "csls"}.get(method, method)
+            row_id = base if method == base else f"{base}.{short}"
+            row = _empty_row(row_id, base, label if method == base else f"{label}, {METHODS.get(method, method)}",
+                             None, table)
+            for col in cols:
+                if col["kind"] == kind:
+                    _fill(row, col, results_by_dir.get(col["direction"]), method, base,
+                          "not evaluated (no baseline result given for the direction)")
+                else:
+                    _fill(row, col, None, method, "", "")  # a words baseline has no sentence cells, and vice versa
+            _average(row, table)
+            rows.append(row)
+    return rows
+
+
+# ---- CSV ---------------------------------------------------------------------------------------------------
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def csv_lines(table: int, rows: Sequence[Mapping]) -> list[dict]:
+    """One line per (row, column): first the paper's rows of ``table`` (``ours`` empty; ``n`` /
+    ``n_candidates``: the paper's queries and candidates per direction), then ours (``n``: the queries
+    behind the value, for ``avg`` their sum; ``n_candidates``: dictionary size or candidate sentences)."""
+    kinds = {c["column"]: c["kind"] for c in columns(table)}
+    lines = []
+    for ref in paper_rows(table):
+        for col in column_ids(table):
+            kind = kinds[col]
+            percent = ref["unit"] == "%"
+            n = (None if percent else PAPER_QUERIES[kind] if kind
+                 else len([c for c in kinds if c != "avg"]) * PAPER_QUERIES[TABLE_KINDS[table][0]])
+            lines.append({"table": table, "row": ref["row_id"], "model": "", "column": col, "ours": None,
+                          "paper": ref["values"][col], "unit": ref["unit"], "n": n,
+                          "n_candidates": None if percent or not kind else PAPER_CANDIDATES[kind],
+                          "source": ref["source"][col]})
+    for row in rows:
+        for col in column_ids(table):
+            source = row["paper_source"].get(col) or f"ours only ({row['kind']}: no paper row)"
+            if row["values"].get(col) is None and row["missing"].get(col):
+                source += f"; empty: {row['missing'][col]}"
+            lines.append({"table": table, "row": row["row"], "model": row["models"].get(col, ""), "column": col,
+                          "ours": _round(row["values"].get(col)), "paper": row["paper"].get(col),
+                          "unit": "P@1 (%)", "n": row["n"].get(col), "n_candidates": row["candidates"].get(col),
+                          "source": source})
+    return lines
+
+
+# ---- Markdown ----------------------------------------------------------------------------------------------
+def _num(value: float | None) -> str:
+    return "–" if value is None else fmt2(value)
+
+
+def _printed(ref: Mapping, col: str) -> str:
+    value = ref["printed"][col]
+    if not value:
+        return "–"
+    return f"{value}%" if ref["unit"] == "%" else value
+
+
+def _md_paper_table(f, table: int) -> None:
+    cols = columns(table)
+    f.write("| block | system | " + " | ".join(c["header"] for c in cols) + " |\n")
+    f.write("|---|---|" + "---:|" * len(cols) + "\n")
+    for ref in paper_rows(table):
+        f.write(f"| {ref['block']} | {ref['system']} | "
+                + " | ".join(_printed(ref, c["column"]) for c in cols) + " |\n")
+    notes = ["Values as printed (P@1, %); – = printed '–'. Source of every cell: "
+             "`reporting/paper_values/bisent2vec_2019.csv`."]
+    if table in (3, 4):
+        ref_row = "BI-SENT2VEC uni. + bi. CSLS" if table == 3 else "BI-SENT2VEC uni. CSLS"
+        notes.append(f"\"Reduction in error\" (%): of {ref_row} with respect to the best non-BI-SENT2VEC "
+                     "method (the paper's caption).")
+    off = sorted(r for r in PAPER_AVG_OFF if r.startswith(f"t{table}."))
+    if off:
+        notes.append("The printed avg. of " + ", ".join(f"`{r}`" for r in off)
+                     + " is not the mean of its printed columns (to 0.05); kept as printed.")
+    f.write("\n" + " ".join(notes) + "\n")
+
+
+def _cell(row: Mapping, col: str) -> str:
+    if row["paper_row"] is None:
+        return _num(row["values"].get(col))
+    paper = row["paper_printed"].get(col) or "–"
+    return f"{_num(row['values'].get(col))} / {paper}"
+
+
+def _n_cell(row: Mapping, col: str) -> str:
+    n, cand = row["n"].get(col), row["candidates"].get(col)
+    if n is None:
+        return "–"
+    return f"{n} ({cand})" if cand is not None else str(n)
+
+
+def _md_our_rows(f, table: int, rows: Sequence[Mapping]) -> None:
+    cols = columns(table)
+    f.write("| row | system | paper row | " + " | ".join(f"{c['header']} (ours / paper)" for c in cols) + " |\n")
+    f.write("|---|---|---|" + "---:|" * len(cols) + "\n")
+    for row in rows:
+        paper_row = f"`{row['paper_row']}`" if row["paper_row"] else ""
+        f.write(f"| `{row['row']}` | {row['label']} | {paper_row} | "
+                + " | ".join(_cell(row, c["column"]) for c in cols) + " |\n")
+
+
+def _md_counts(f, table: int, rows: Sequence[Mapping]) -> None:
+    cols = columns(table)
+    f.write("| row | " + " | ".join(c["header"] for c in cols) + " |\n")
+    f.write("|---|" + "---:|" * len(cols) + "\n")
+    for row in rows:
+        f.write(f"| `{row['row']}` | " + " | ".join(_n_cell(row, c["column"]) for c in cols) + " |\n")
+
+
+def _notes(table: int) -> str:
+    kinds = TABLE_KINDS[table]
+    out = []
+    if "words" in kinds:
+        out.append(f"- **Words**: P@1 of translating the source words of the MUSE test dictionary; the paper uses "
+                   f"{PAPER_QUERIES['words']} source queries and {PAPER_CANDIDATES['words']:,} target words per "
+                   "direction; ours: n queries of the dictionary's source words (in parentheses) — a source word "
+                   "outside our vocabulary, or whose translations all are, is not a query.")
+    if "sentences" in kinds:
+        out.append(f"- **Sentences**: P@1 of retrieving a sentence's translation on Europarl with tf-idf weighted "
+                   f"averages of word vectors; the paper uses {PAPER_QUERIES['sentences']} queries among "
+                   f"{PAPER_CANDIDATES['sentences']:,} candidates per direction; ours: n queries (candidates in "
+                   "parentheses).")
+    out.append("- → is English to the other language (our `eng-xx` results), ← the other language to English "
+               "(`xx-eng`). NN: nearest neighbour; CSLS: cross-domain similarity local scaling (k = 10).")
+    out.append("- Rows with a paper row: **ours / paper** (the paper's BI-SENT2VEC row of the same n-grams and "
+               "retrieval); random init = the same models before training; baselines (no learning) on the same "
+               "queries show ours alone. – = no value: the pair was not trained or the direction not evaluated "
+               "(listed below), never 0.")
+    if table != 4:
+        out.append("- avg.: the mean of the row's columns, given only when every column of the row has a value.")
+    return "\n".join(out)
+
+
+def _missing(rows: Sequence[Mapping], table: int) -> str:
+    headers = {c["column"]: c["header"] for c in columns(table)}
+    lines = []
+    for row in rows:
+        by_reason: dict[str, list[str]] = {}
+        for col, why in row["missing"].items():
+            if col != "avg" and row["values"].get(col) is None and why:
+                by_reason.setdefault(why, []).append(headers[col])
+        for why, cols in by_reason.items():
+            lines.append(f"- `{row['row']}`: {', '.join(cols)} — {why}")
+    return "\n".join(lines)
+
+
+def _model_list(models: Sequence[Mapping], table: int) -> str:
+    langs = {c["lang"] for c in columns(table) if c["lang"]}
+    lines = []
+    for m in models:
+        if m["pair"][1] not in langs:
+            continue
+        parts = []
+        for key in RESULT_KEYS:
+            if key.split("_")[0] not in TABLE_KINDS[table]:
+                continue
+            have = [d for d in _directions(m["pair"]) if (m.get(key) or {}).get(d) is not None]
+            parts.append(f"{key}: {', '.join(have) or 'none'}")
+        desc = f" — {m['description']}" if m.get("description") else ""
+        lines.append(f"- `{m['name']}`{desc}: en-{LANGUAGES[m['pair'][1]]}, {VARIANTS[m['ngrams']][1]} "
+                     f"(ngrams {m['ngrams']}); evaluated {'; '.join(parts)}")
+    return "\n".join(lines)
+
+
+def write_table(table: int, rows: Sequence[Mapping], md_path, csv_path, run_name: str,
+                models: Sequence[Mapping] = ()) -> list[Path]:
+    """``md_path``: the paper's table as printed, then our rows beside it, the queries behind each of our
+    cells, the empty cells and why, our models; ``csv_path``: :func:`csv_lines`. Returns the paths."""
+    rows = list(rows)
+    md_path, csv_path = Path(md_path), Path(csv_path)
+    with atomic_output(csv_path) as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: fmt2(line[k], missing="") for k in CSV_FIELDS} for line in csv_lines(table, rows))
+    with atomic_output(md_path) as f:
+        f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
+        f.write(f"## The paper's Table {table}\n\n")
+        _md_paper_table(f, table)
+        f.write("\n## Ours beside the paper\n\n" + _notes(table) + "\n\n")
+        if not rows:
+            f.write("No model of ours covers the pairs of this table "
+                    f"(en-{', en-'.join(TABLE_PAIRS[table])}), and no baseline was given.\n")
+            return [md_path, csv_path]
+        _md_our_rows(f, table, rows)
+        f.write("\n### Queries behind each of our cells\n\nn queries (in parentheses: "
+                + ("dictionary size / candidates" if table == 4 else
+                   "dictionary size" if table == 1 else "candidates")
+                + ")" + ("; avg.: the queries of all columns" if table != 4 else "") + ".\n\n")
+        _md_counts(f, table, rows)
+        missing = _missing(rows, table)
+        if missing:
+            f.write("\n### Empty cells\n\n" + missing + "\n")
+        listed = _model_list(models, table)
+        if listed:
+            f.write("\n### Our models\n\n" + listed + "\n")
+    return [md_path, csv_path]
+
+
+def write_tables(models: Sequence[Mapping], out_dir, run_name: str, identical: Mapping | None = None,
+                 tfidf: Mapping | None = None) -> list[Path]:
+    """``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv`` in ``out_dir``; every table's rows are
+    built (and every input checked) before the first file is written."""
+    out_dir = Path(out_dir)
+    built = {t: table_rows(t, models, identical, tfidf) for t in TABLES}
+    paths = []
+    for t in TABLES:
+        paths += write_table(t, built[t], out_dir / f"table{t}.md", out_dir / f"table{t}.csv", run_name, models)
+    return paths
+
+
+# ---- command line ----------------------------------------------------------------------------------------
+def load_results(path, kind: str, direction: str | None = None, baseline: bool = False) -> dict | None:
+    """Results of ``kind`` ("words" / "sentences") from ``path`` (None for None); ValueError naming the file
+    otherwise."""
+    from laser_repro.core.textio import read_json
+
+    if path is None:
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"results file {path}: {e}") from e
+    check_results(data, kind, f"results file {path}", direction, baseline)
+    return data
+
+
+def load_models(specs: Sequence[Mapping]) -> list[dict]:
+    """``--models`` entries (result values are paths or null) -> :func:`table_rows`'s models."""
+    models = []
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"--models: every entry must be an object, got {spec!r}")
+        unknown = set(spec) - set(MODEL_KEYS)
+        if unknown:
+            raise ValueError(f"--models entry {spec.get('name')!r}: unknown keys {sorted(unknown)}")
+        model = {k: spec.get(k) for k in ("name", "description", "pair", "ngrams")}
+        for key in RESULT_KEYS:
+            paths = spec.get(key) or {}
+            if not isinstance(paths, Mapping):
+                raise ValueError(f"--models entry {spec.get('name')!r} {key!r}: expected {{direction: path}}")
+            model[key] = {d: load_results(p, key.split("_")[0], d) for d, p in paths.items()}
+        models.append(model)
+    return models
+
+
+def parse_baseline(items: Sequence[str] | None, kind: str, option: str) -> dict:
+    """``["eng-fra=PATH", ...]`` -> {direction: results}."""
+    out = {}
+    for item in items or []:
+        direction, sep, path = item.partition("=")
+        if not sep or not path or direction.count("-") != 1:
+            raise ValueError(f"{option} {item!r}: expected DIRECTION=PATH, e.g. eng-fra=results.json")
+        if direction in out:
+            raise ValueError(f"{option}: direction {direction} given twice")
+        out[direction] = load_results(path, kind, direction, baseline=True)
+    return out
+
+
+def cmd_tables(a):
+    import json
+
+    try:
+        text = a.models if a.models.lstrip().startswith("[") else Path(a.models).read_text(encoding="utf-8")
+        specs = json.loads(text)
+        if not isinstance(specs, list):
+            raise ValueError("--models: expected a JSON list")
+        models = load_models(specs)
+        identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
+        tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
+        paths = write_tables(models, a.out_dir, a.run_name, identical or None, tfidf or None)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"bisent2vec-tables: {e}") from e
+    for path in paths:
+        print(path)
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("bisent2vec-tables",
+                       help="Sabet et al. 2019 (Bi-Sent2Vec) Tables 1, 3, 4: our word and sentence retrieval P@1 "
+                            "beside the paper's, with the random-init and non-learned baselines")
+    s.add_argument("--models", required=True, metavar="JSON",
+                   help='a JSON list (or a file holding it): [{"name", "description", "pair": ["eng", "fra"], '
+                        '"ngrams": 1 or 2, "words": {"eng-fra": PATH, "fra-eng": PATH}, "words_init": {...}, '
+                        '"sentences": {...}, "sentences_init": {...}}, ...]; a path may be null (not evaluated)')
+    s.add_argument("--identical-strings", action="append", metavar="DIRECTION=PATH",
+                   help="the identical-strings word translation baseline's results for one direction, e.g. "
+                        "eng-fra=ident.json (repeat per direction)")
+    s.add_argument("--tfidf", action="append", metavar="DIRECTION=PATH",
+                   help="the TF-IDF sentence retrieval baseline's results for one direction (repeat per direction)")
+    s.add_argument("--out-dir", required=True, help="writes table1.md/.csv, table3.md/.csv, table4.md/.csv")
+    s.add_argument("--run-name", required=True)
+    s.set_defaults(func=cmd_tables)
