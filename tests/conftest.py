@@ -28,10 +28,11 @@ def torch_single_thread():
     torch.set_num_threads(n)
 
 
-def run_snakemake(*args, cwd=REPO, timeout=1500, env=None):
-    """``snakemake -s workflow/Snakefile ARGS`` in a subprocess; returns the CompletedProcess."""
+def run_snakemake(*args, cwd=REPO, timeout=1500, env=None, snakemake=SNAKEMAKE):
+    """``snakemake -s workflow/Snakefile ARGS`` in a subprocess; returns the CompletedProcess.
+    `snakemake`: the command that starts Snakemake (test_slurm.py's polls the cluster more often)."""
     env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([*SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), *args], cwd=cwd, env=env,
+    proc = subprocess.run([*snakemake, "-s", str(REPO / "workflow" / "Snakefile"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     return proc
 

@@ -445,3 +445,251 @@ def test_cli_refuses_bad_baselines_and_model_keys(tmp_path):
     with pytest.raises(SystemExit, match=r"missing\.json"):
         _main(["bisent2vec-tables", "--models", str(tmp_path / "missing.json"), *out])
     assert not (tmp_path / "o").exists()
+
+
+# ---- the pairs table: FLORES held-out xsim and Tatoeba ------------------------------------------------------
+def _matrix(pairs, sentences=200):
+    return {"sentences": sentences, "languages": sorted({x for p in pairs for x in p.split("-")}),
+            "pairs": dict(pairs), "mean": sum(pairs.values()) / len(pairs)}
+
+
+def _tatoeba(results, n=1000):
+    return {"task": "tatoeba", "direction": "xx->eng", "encoder": "x",
+            "results": {lang: {"error": e, "n": n} for lang, e in results.items()}}
+
+
+def _pair_models():
+    """fra uni.: FLORES model + init, Tatoeba model + init; fra uni. + bi.: FLORES without init, no Tatoeba;
+    swh uni. (not a paper language): no similarity file, Tatoeba of the model only."""
+    fr_uni = {"name": "fr_uni", "description": "en-fr unigrams", "pair": ["eng", "fra"], "ngrams": 1,
+              "similarity": {"similarity": _matrix({"eng-fra": 12.5, "fra-eng": 15.0}),
+                             "init": _matrix({"eng-fra": 87.5, "fra-eng": 90.0})},
+              "tatoeba": _tatoeba({"fra": 20.0, "deu": 99.0}), "tatoeba_init": _tatoeba({"fra": 95.5})}
+    fr_bi = {"name": "fr_bi", "pair": ["eng", "fra"], "ngrams": 2,
+             "similarity": {"similarity": _matrix({"eng-fra": 10.0, "fra-eng": 11.0})}}
+    sw_uni = {"name": "sw_uni", "pair": ["eng", "swh"], "ngrams": 1, "tatoeba": _tatoeba({"swh": 40.0}, n=500)}
+    return [fr_uni, fr_bi, sw_uni]
+
+
+TFIDF_FLORES = _matrix({"eng-fra": 30.0, "fra-eng": 31.0, "eng-deu": 50.0, "deu-eng": 51.0, "fra-deu": 60.0,
+                        "deu-fra": 61.0})
+
+
+def test_pairs_columns_follow_the_ngram_orders_present():
+    cols = [c["column"] for c in b2v.pairs_columns(_pair_models())]
+    assert cols == ["flores.uni.en-xx", "flores.uni.xx-en", "flores.uni.init.en-xx", "flores.uni.init.xx-en",
+                    "flores.uni_bi.en-xx", "flores.uni_bi.xx-en", "flores.uni_bi.init.en-xx",
+                    "flores.uni_bi.init.xx-en", "flores.tfidf.en-xx", "flores.tfidf.xx-en", "flores.sentences",
+                    "tatoeba.uni", "tatoeba.uni.init", "tatoeba.uni_bi", "tatoeba.uni_bi.init", "tatoeba.tfidf",
+                    "tatoeba.n"]
+    only_bi = [c["column"] for c in b2v.pairs_columns(_pair_models()[1:2])]
+    assert not any(".uni." in c or c.endswith((".uni", ".uni.init")) for c in only_bi)
+    assert "flores.uni_bi.en-xx" in only_bi and "tatoeba.uni_bi.init" in only_bi
+    headers = {c["column"]: c["header"] for c in b2v.pairs_columns(_pair_models())}
+    assert headers["flores.uni_bi.init.xx-en"] == "uni. + bi. init xx→en" and headers["tatoeba.tfidf"] == "Tatoeba TF-IDF"
+
+
+def test_pairs_rows_values_init_tfidf_and_empty_cells():
+    rows = b2v.pairs_rows(_pair_models(), TFIDF_FLORES, _tatoeba({"fra": 70.0, "deu": 80.0}))
+    assert [r["row"] for r in rows] == ["eng-fra", "eng-swh"]
+    fr, sw = rows
+    v = fr["values"]
+    # en→xx is the eng-fra pair of the matrix (English queries), xx→en fra-eng
+    assert (v["flores.uni.en-xx"], v["flores.uni.xx-en"]) == (12.5, 15.0)
+    assert (v["flores.uni.init.en-xx"], v["flores.uni.init.xx-en"]) == (87.5, 90.0)
+    assert (v["flores.uni_bi.en-xx"], v["flores.uni_bi.xx-en"]) == (10.0, 11.0)
+    assert (v["flores.tfidf.en-xx"], v["flores.tfidf.xx-en"]) == (30.0, 31.0) and v["flores.sentences"] == 200
+    assert (v["tatoeba.uni"], v["tatoeba.uni.init"], v["tatoeba.tfidf"], v["tatoeba.n"]) == (20.0, 95.5, 70.0, 1000)
+    assert fr["models"]["flores.uni.init.en-xx"] == "fr_uni" and fr["models"]["flores.tfidf.en-xx"] == "TF-IDF"
+    # empty, never 0, each with its reason
+    assert v["flores.uni_bi.init.en-xx"] is None and v["tatoeba.uni_bi"] is None and v["tatoeba.uni_bi.init"] is None
+    assert fr["missing"]["flores.uni_bi.init.xx-en"] == "no 'init' matrix in the similarity file of fr_bi"
+    assert fr["missing"]["tatoeba.uni_bi"] == "not evaluated (no tatoeba file of fr_bi)"
+    assert set(fr["missing"]) == {"flores.uni_bi.init.en-xx", "flores.uni_bi.init.xx-en", "tatoeba.uni_bi",
+                                  "tatoeba.uni_bi.init"}
+    s = sw["values"]
+    assert all(s[c] is None for c in s if c.startswith("flores.")) and s["tatoeba.uni"] == 40.0
+    assert s["tatoeba.n"] == 500 and s["tatoeba.uni.init"] is None and s["tatoeba.tfidf"] is None
+    assert sw["missing"]["flores.uni.en-xx"] == "not evaluated (no similarity file of sw_uni)"
+    assert sw["missing"]["flores.uni_bi.en-xx"] == "not trained (no uni. + bi. model for the pair)"
+    assert sw["missing"]["flores.tfidf.xx-en"] == "no 'swh-eng' pair in the TF-IDF FLORES matrix"
+    assert sw["missing"]["tatoeba.tfidf"] == "swh is not among the languages of the TF-IDF Tatoeba results"
+    assert sw["missing"]["tatoeba.uni.init"] == "not evaluated (no tatoeba_init file of sw_uni)"
+    assert "flores.sentences" not in sw["missing"] and s["flores.sentences"] is None
+    # without baselines: their cells are empty, with the option to give them
+    fr = b2v.pairs_rows(_pair_models())[0]
+    assert fr["values"]["flores.tfidf.en-xx"] is None and fr["values"]["tatoeba.tfidf"] is None
+    assert fr["missing"]["flores.tfidf.en-xx"] == "no TF-IDF FLORES matrix given (--tfidf-flores)"
+    assert fr["missing"]["tatoeba.tfidf"] == "no TF-IDF Tatoeba results given (--tfidf-tatoeba)"
+    # a model's Tatoeba results without the pair's language
+    models = _pair_models()
+    models[2]["tatoeba"] = _tatoeba({"fra": 1.0})
+    sw = b2v.pairs_rows(models)[1]
+    assert sw["missing"]["tatoeba.uni"] == "swh is not among the languages of the tatoeba results of sw_uni"
+
+
+def test_pairs_rows_refuse_values_on_different_sentences():
+    with pytest.raises(ValueError, match=r"eng-fra: the flores errors are on different numbers of sentences"):
+        b2v.pairs_rows(_pair_models(), _matrix({"eng-fra": 30.0, "fra-eng": 31.0}, sentences=150))
+    with pytest.raises(ValueError, match=r"eng-fra: the tatoeba errors are on different numbers of sentences"):
+        b2v.pairs_rows(_pair_models(), tfidf_tatoeba=_tatoeba({"fra": 70.0}, n=999))
+
+
+def test_pairs_inputs_are_checked():
+    models = _pair_models()
+    models[0]["similarity"]["init"]["pairs"]["fra-eng"] = 190.0
+    with pytest.raises(ValueError, match=r"model fr_uni 'similarity' 'init': 'pairs' 'fra-eng' is not an error %"):
+        b2v.pairs_rows(models)
+    models = _pair_models()
+    models[1]["similarity"] = _matrix({"eng-fra": 1.0})  # the matrix itself, not {"similarity": M}
+    with pytest.raises(ValueError, match=r"model fr_bi 'similarity': no 'similarity' matrix"):
+        b2v.pairs_rows(models)
+    models = _pair_models()
+    models[2]["tatoeba"]["task"] = "un"
+    with pytest.raises(ValueError, match=r"model sw_uni 'tatoeba': results of task 'un', expected 'tatoeba'"):
+        b2v.pairs_rows(models)
+    with pytest.raises(ValueError, match=r"TF-IDF FLORES matrix: 'sentences' is not a positive integer"):
+        b2v.pairs_rows(_pair_models(), {"pairs": {"eng-fra": 1.0}})
+    with pytest.raises(ValueError, match=r"TF-IDF Tatoeba results: results\['fra'\] has no numeric 'error'"):
+        b2v.pairs_rows(_pair_models(), tfidf_tatoeba={"task": "tatoeba", "results": {"fra": {"n": 3}}})
+    models = _pair_models()
+    models[2]["pair"] = ["eng", "Swahili"]
+    with pytest.raises(ValueError, match=r"sw_uni: 'pair' must be \['eng', xx\] with xx an ISO 639-3 code"):
+        b2v.pairs_rows(models)
+
+
+def test_write_tables_pairs_only_without_word_or_sentence_results(tmp_path, caplog):
+    caplog.set_level("INFO", logger="laser_repro")
+    paths = b2v.write_tables(_pair_models(), tmp_path, "run-p", tfidf_flores=TFIDF_FLORES,
+                             tfidf_tatoeba=_tatoeba({"fra": 70.0}))
+    assert [p.name for p in paths] == ["pairs.md", "pairs.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv", "pairs.md"]  # no table1/3/4
+    assert "Tables 1, 3, 4 not written: no model has word translation or sentence retrieval results" in caplog.text
+    text = (tmp_path / "pairs.md").read_text(encoding="utf-8")
+    assert text.startswith("# Sabet et al. 2019 (Bi-Sent2Vec) — similarity search on the trained pairs: FLORES "
+                           "held-out xsim and Tatoeba, run `run-p`")
+    assert ("| pair | uni. en→xx | uni. xx→en | uni. init en→xx | uni. init xx→en | uni. + bi. en→xx | "
+            "uni. + bi. xx→en | uni. + bi. init en→xx | uni. + bi. init xx→en | TF-IDF en→xx | TF-IDF xx→en | "
+            "sentences | Tatoeba uni. | Tatoeba uni. init | Tatoeba uni. + bi. | Tatoeba uni. + bi. init | "
+            "Tatoeba TF-IDF | Tatoeba n |") in text
+    assert ("| eng-fra | 12.50 | 15.00 | 87.50 | 90.00 | 10.00 | 11.00 | – | – | 30.00 | 31.00 | 200 | 20.00 | "
+            "95.50 | – | – | 70.00 | 1000 |") in text
+    assert "| eng-swh | – | – | – | – | – | – | – | – | – | – | – | 40.00 | – | – | – | – | 500 |" in text
+    assert "- eng-fra: uni. + bi. init en→xx, uni. + bi. init xx→en — no 'init' matrix in the similarity file of fr_bi" in text
+    assert "- eng-swh: uni. en→xx, uni. xx→en, uni. init en→xx, uni. init xx→en — not evaluated (no similarity file of sw_uni)" in text
+    assert "`fr_uni` — en-fr unigrams: eng-fra, uni. (ngrams 1); FLORES similarity: model and init; Tatoeba: tatoeba, tatoeba_init" in text
+    assert "`sw_uni`: eng-swh, uni. (ngrams 1); FLORES similarity: none; Tatoeba: tatoeba" in text
+    assert not re.search(r"\| 0(?:\.00)? \|", text)  # an empty cell is never 0
+    with open(tmp_path / "pairs.csv", encoding="utf-8") as f:
+        lines = list(csv.DictReader(f))
+    assert list(lines[0]) == list(b2v.PAIRS_CSV_FIELDS)
+    assert len(lines) == 2 * 15  # the value columns: all but the two counts
+    by = {(x["row"], x["column"]): x for x in lines}
+    x = by[("eng-fra", "flores.uni.init.xx-en")]
+    assert (x["task"], x["system"], x["direction"], x["value"], x["n"], x["model"], x["note"]) == \
+        ("flores", "init.uni", "fra-eng", "90.00", "200", "fr_uni", "")
+    x = by[("eng-fra", "flores.tfidf.en-xx")]
+    assert (x["system"], x["direction"], x["value"], x["model"]) == ("tfidf", "eng-fra", "30.00", "TF-IDF")
+    x = by[("eng-swh", "tatoeba.uni")]
+    assert (x["task"], x["system"], x["direction"], x["value"], x["n"]) == ("tatoeba", "ours.uni", "swh-eng", "40.00", "500")
+    x = by[("eng-fra", "tatoeba.uni_bi.init")]
+    assert (x["value"], x["n"], x["model"], x["note"]) == ("", "", "", "not evaluated (no tatoeba_init file of fr_bi)")
+
+
+def test_write_tables_without_similarity_and_with_nothing(tmp_path, caplog):
+    caplog.set_level("INFO", logger="laser_repro")
+    paths = b2v.write_tables(_complete_models(), tmp_path, "r")
+    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table3.md", "table3.csv", "table4.md", "table4.csv"]
+    assert "pairs.md not written: no model has a similarity file" in caplog.text
+    both = _complete_models()
+    both[0]["similarity"] = {"similarity": _matrix({"eng-spa": 5.0, "spa-eng": 6.0})}
+    paths = b2v.write_tables(both, tmp_path / "both", "r")
+    assert [p.name for p in paths][-2:] == ["pairs.md", "pairs.csv"] and len(paths) == 8
+    nothing = [{"name": "m", "pair": ["eng", "fra"], "ngrams": 1, "words": {"eng-fra": None},
+                "tatoeba": _tatoeba({"fra": 3.0})}]
+    with pytest.raises(ValueError, match="nothing to report"):
+        b2v.write_tables(nothing, tmp_path / "none", "r")
+    assert not (tmp_path / "none").exists()
+    # a bad baseline is refused even when the tables it belongs to are not written
+    with pytest.raises(ValueError, match=r"TF-IDF baseline 'eng-fra': results of task 'muse_words'"):
+        b2v.write_tables(_pair_models(), tmp_path / "bad", "r", tfidf={"eng-fra": _res("words", "eng", "fra", 1.0)})
+    assert not (tmp_path / "bad").exists()
+
+
+def _pair_spec(tmp_path):
+    fr = {"name": "fr_uni", "description": "uni", "pair": ["eng", "fra"], "ngrams": 1,
+          "words": {"eng-fra": None}, "sentences": {},
+          "similarity": _write(tmp_path / "sim_fr.json", {"similarity": _matrix({"eng-fra": 12.5, "fra-eng": 15.0}),
+                                                          "init": _matrix({"eng-fra": 87.5, "fra-eng": 90.0})}),
+          "tatoeba": _write(tmp_path / "tat_fr.json", _tatoeba({"fra": 20.0})), "tatoeba_init": None}
+    bi = {"name": "fr_bi", "pair": ["eng", "fra"], "ngrams": 2,
+          "similarity": _write(tmp_path / "sim_fr_bi.json", {"similarity": _matrix({"eng-fra": 10.0, "fra-eng": 11.0}),
+                                                             "init": None}),
+          "tatoeba_init": _write(tmp_path / "tat_fr_bi_init.json", _tatoeba({"fra": 97.0}))}
+    return [fr, bi]
+
+
+def test_cli_pairs_end_to_end(tmp_path, capsys, caplog):
+    caplog.set_level("INFO", logger="laser_repro")
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps(_pair_spec(tmp_path)), encoding="utf-8")
+    flores = _write(tmp_path / "tfidf_flores.json", TFIDF_FLORES)
+    tatoeba = _write(tmp_path / "tfidf_tatoeba.json", _tatoeba({"fra": 70.0, "deu": 80.0}))
+    out = tmp_path / "out"
+    assert _main(["bisent2vec-tables", "--models", str(models), "--tfidf-flores", flores, "--tfidf-tatoeba", tatoeba,
+                  "--out-dir", str(out), "--run-name", "toy"]) == 0
+    assert capsys.readouterr().out.split() == [str(out / "pairs.md"), str(out / "pairs.csv")]
+    assert not (out / "table1.md").exists() and "Tables 1, 3, 4 not written" in caplog.text
+    text = (out / "pairs.md").read_text(encoding="utf-8")
+    assert ("| eng-fra | 12.50 | 15.00 | 87.50 | 90.00 | 10.00 | 11.00 | – | – | 30.00 | 31.00 | 200 | 20.00 | – | "
+            "– | 97.00 | 70.00 | 1000 |") in text
+    assert "uni. init — not evaluated (no tatoeba_init file of fr_uni)" in text
+    # with word results too: all four tables
+    spec = _pair_spec(tmp_path)
+    spec[0]["words"] = {"eng-fra": _write(tmp_path / "w_ef.json", _res("words", "eng", "fra", 71.2, 72.5))}
+    assert _main(["bisent2vec-tables", "--models", json.dumps(spec), "--out-dir", str(out / "all"),
+                  "--run-name", "toy"]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [str(out / "all" / f"{t}.{e}") for t in ("table1", "table3", "table4", "pairs")
+                       for e in ("md", "csv")]
+
+
+@pytest.mark.parametrize("key, bad, pattern", [
+    ("similarity", "{not json", r"similarity file \S*sim_fr\.json: Expecting property name"),
+    ("similarity", {"pairs": {"eng-fra": 1.0}, "sentences": 3},
+     r"similarity file \S*sim_fr\.json: no 'similarity' matrix"),
+    ("similarity", {"similarity": {"pairs": {"eng-fra": "12"}, "sentences": 3}},
+     r"similarity file \S*sim_fr\.json 'similarity': 'pairs' 'eng-fra' is not an error %"),
+    ("similarity", {"similarity": {"pairs": {"eng-fra": 1.0}, "sentences": 3}, "init": {"pairs": {}}},
+     r"similarity file \S*sim_fr\.json 'init': 'sentences' is not a positive integer"),
+    ("tatoeba", {"task": "tatoeba", "direction": "eng->xx", "results": {}},
+     r"tatoeba file \S*tat_fr\.json: direction 'eng->xx', expected 'xx->eng'"),
+    ("tatoeba", {"task": "tatoeba", "results": {"fra": {"error": 1.0, "n": 0}}},
+     r"tatoeba file \S*tat_fr\.json: results\['fra'\]\['n'\] is not a positive integer"),
+])
+def test_cli_pairs_names_the_malformed_file(tmp_path, key, bad, pattern):
+    spec = _pair_spec(tmp_path)
+    path = tmp_path / ("sim_fr.json" if key == "similarity" else "tat_fr.json")
+    path.write_text(bad if isinstance(bad, str) else json.dumps(bad), encoding="utf-8")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=rf"bisent2vec-tables: {pattern}"):
+        _main(["bisent2vec-tables", "--models", json.dumps(spec), "--out-dir", str(out), "--run-name", "r"])
+    assert not out.exists()
+
+
+def test_cli_pairs_refuses_bad_baselines_and_keys(tmp_path):
+    spec = _pair_spec(tmp_path)
+    out = ["--out-dir", str(tmp_path / "o"), "--run-name", "r"]
+    tat = _write(tmp_path / "tfidf_tat.json", _tatoeba({"fra": 70.0}))
+    with pytest.raises(SystemExit, match=r"TF-IDF FLORES matrix \S*tfidf_tat\.json: not a similarity error matrix"):
+        _main(["bisent2vec-tables", "--models", json.dumps(spec), "--tfidf-flores", tat, *out])
+    flores = _write(tmp_path / "tfidf_flores.json", TFIDF_FLORES)
+    with pytest.raises(SystemExit, match=r"TF-IDF Tatoeba results \S*tfidf_flores\.json: not retrieval results"):
+        _main(["bisent2vec-tables", "--models", json.dumps(spec), "--tfidf-tatoeba", flores, *out])
+    with pytest.raises(SystemExit, match=r"TF-IDF Tatoeba results \S*absent\.json: .*No such file"):
+        _main(["bisent2vec-tables", "--models", json.dumps(spec), "--tfidf-tatoeba", str(tmp_path / "absent.json"),
+               *out])
+    spec[0]["similarity"] = {"eng-fra": spec[0]["similarity"]}
+    with pytest.raises(SystemExit, match=r"'fr_uni' 'similarity': expected a path or null"):
+        _main(["bisent2vec-tables", "--models", json.dumps(spec), *out])
+    assert not (tmp_path / "o").exists()

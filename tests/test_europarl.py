@@ -258,17 +258,22 @@ def test_cli_end_to_end(tmp_path, monkeypatch):
         for k in ("p@1", "p@5", "p@10"):
             assert data["results"][method][k] == pytest.approx(ref[method][k])
 
-    assert main(["europarl-retrieval", "--tfidf", "--src", "eng", "--tgt", "fra", "--src-file", str(en),
-                 "--tgt-file", str(fr), *sizes, "--output", str(out)]) == 0
+    assert main(["europarl-retrieval", "--tfidf", str(out), "--src", "eng", "--tgt", "fra", "--src-file", str(en),
+                 "--tgt-file", str(fr), *sizes]) == 0
     data = json.loads(out.read_text())
     assert data["encoder"] == "tfidf" and data["results"]["nn"]["n_queries"] == 30
     s, t = load_europarl(en, fr, dedup_first="tgt", max_lines=260)
     assert data["results"] == json.loads(json.dumps(tfidf_sentence_retrieval(s, t, n_keys=100, n_queries=30,
                                                                              n_idf=80)))
 
+    # one job: the encoder and the baseline on the same loaded corpus give what two jobs give
+    both, base = tmp_path / "both.json", tmp_path / "base.json"
+    assert main(["europarl-retrieval", "--encoder", "enc.pt", "--output", str(both), "--tfidf", str(base), "--src",
+                 "eng", "--tgt", "fra", "--src-file", str(en), "--tgt-file", str(fr), *sizes]) == 0
+    assert json.loads(base.read_text())["results"] == data["results"]
+
     with pytest.raises(ValueError, match="smaller --n-keys"):
-        main(["europarl-retrieval", "--tfidf", "--src", "eng", "--tgt", "fra", "--src-file", str(en),
-              "--tgt-file", str(fr), "--output", str(out)])
-    with pytest.raises(SystemExit, match="either --encoder or --tfidf"):
-        main(["europarl-retrieval", "--src", "eng", "--tgt", "fra", "--src-file", str(en), "--tgt-file", str(fr),
-              "--output", str(out)])
+        main(["europarl-retrieval", "--tfidf", str(out), "--src", "eng", "--tgt", "fra", "--src-file", str(en),
+              "--tgt-file", str(fr)])
+    with pytest.raises(SystemExit, match="--encoder E --output OUT and/or --tfidf OUT"):
+        main(["europarl-retrieval", "--src", "eng", "--tgt", "fra", "--src-file", str(en), "--tgt-file", str(fr)])

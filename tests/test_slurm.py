@@ -38,11 +38,30 @@ TEST_CLUSTER_PROFILE = {
         "bpe_learn": {"mem_mb": 4000},
         "bucc_mine": {"mem_mb": 4000},
         "xnli_classify": {"mem_mb": 4000},
+        # two exports of 16 GB do not fit the node at once: 4 GB lets export and export_init run side by
+        # side (CI time) instead of one after the other
+        "laser_export": {"mem_mb": 4000},
+        "laser_export_init": {"mem_mb": 4000},
     },
+    # the 5 Tatoeba languages in 2 allocations (3 + 2) on the node's 2 CPUs, not 1 allocation running all
+    # 10 jobs one after another on 1 CPU (CI time); the grouping assertion computes ceil(5 / 3) from this
+    "group-components": {"evaluate": 3},
 }
 # plugin settings for a cluster without accounting database, and a fast first status check
 PLUGIN_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
                "--slurm-keep-successful-logs"]
+# Snakemake with the plugin's status-check interval capped at POLL_S. After every check that finds no job
+# finished, the plugin waits 10 s longer (5, 15, 25, ... s: a back-off that spares a big cluster's
+# slurmctld); here that left finished jobs unnoticed for up to ~35 s per stage, ~110 s of CI time in
+# all. Only the waiting between checks changes: the jobs, their sbatch calls and the status command
+# (squeue) are the plugin's own.
+POLL_S = 3
+FAST_POLL_SNAKEMAKE = [sys.executable, "-c", (
+    "from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor as R\n"
+    "p = R.next_seconds_between_status_checks\n"
+    f"R.next_seconds_between_status_checks = property(lambda self: min(p.fget(self), {POLL_S}), p.fset)\n"
+    "from snakemake.cli import main\n"
+    "main()\n")]
 # compared byte for byte with the local run: everything but logs, benchmarks and checkpoints
 # (fairseq checkpoints record wall-clock meters)
 NOT_COMPARED = ("logs", "benchmarks")
@@ -147,7 +166,7 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     # train, export, evaluate, tables). The other tasks' rules run in the same groups and are not
     # run again here (CI time); the ablation variants are the same rules with another {variant}
     table1 = ["results/tables/toy/table1.md", "results/tables/toy/table1.csv"]
-    proc = run_snakemake(*args, *table1, env=slurm_cluster.env, timeout=2400)
+    proc = run_snakemake(*args, *table1, env=slurm_cluster.env, timeout=2400, snakemake=FAST_POLL_SNAKEMAKE)
     elapsed = time.perf_counter() - start
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake.log").write_text(log)
@@ -217,7 +236,8 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     mpi_profile = merged(profile, {"set-resources": {"laser_train": {"mpi": "'srun'", "tasks": 2, "cpus_per_task": 1}}})
     (profile_dir / "config.yaml").write_text(yaml.safe_dump(mpi_profile, sort_keys=False))
     encoder = "results/toy/models/base/encoder.pt"
-    proc = run_snakemake(*args, encoder, "--forcerun", "laser_train", env=slurm_cluster.env, timeout=1200)
+    proc = run_snakemake(*args, encoder, "--forcerun", "laser_train", env=slurm_cluster.env, timeout=1200,
+                         snakemake=FAST_POLL_SNAKEMAKE)
     log = proc.stdout + proc.stderr
     (tmp_path / "snakemake-mpi.log").write_text(log)
     assert proc.returncode == 0, log[-8000:]

@@ -177,12 +177,21 @@ def test_cli_end_to_end(tmp_path, monkeypatch):
     assert data["dictionary"] == str(dictionary) and set(data["results"]) == {"nn", "csls_knn_10"}
     assert data["results"]["nn"]["p@1"] == 0.0 and data["results"]["csls_knn_10"]["p@1"] == 100.0
 
-    assert main(["word-translation", "--identical-strings", "--src", "eng", "--tgt", "fra",
-                 "--dictionary", str(dictionary), "--output", str(out)]) == 0
+    assert main(["word-translation", "--identical-strings", str(out), "--src", "eng", "--tgt", "fra",
+                 "--dictionary", str(dictionary)]) == 0
     data = json.loads(out.read_text())
     assert data["encoder"] == "identical_strings" and list(data["results"]) == ["identical_strings"]
     assert data["results"]["identical_strings"]["p@1"] == 0.0 and data["results"]["identical_strings"]["n"] == 3
 
+    # one job: two encoders (the model, update 0) and the baseline on the first one's vocabularies
+    outs = [tmp_path / "a.json", tmp_path / "b.json"]
+    assert main(["word-translation", "--encoder", "a.pt", "b.pt", "--output", *map(str, outs), "--identical-strings",
+                 str(tmp_path / "same.json"), "--src", "eng", "--tgt", "fra", "--dictionary", str(dictionary)]) == 0
+    assert [json.loads(o.read_text())["encoder"] for o in outs] == ["a.pt", "b.pt"]
+    assert json.loads((tmp_path / "same.json").read_text())["vocabulary"] == "a.pt"
+
     with pytest.raises(SystemExit, match="--encoder"):
-        main(["word-translation", "--src", "eng", "--tgt", "fra", "--dictionary", str(dictionary),
-              "--output", str(out)])
+        main(["word-translation", "--src", "eng", "--tgt", "fra", "--dictionary", str(dictionary)])
+    with pytest.raises(SystemExit, match="one --output per --encoder"):
+        main(["word-translation", "--encoder", "a.pt", "b.pt", "--output", str(out), "--src", "eng", "--tgt", "fra",
+              "--dictionary", str(dictionary)])

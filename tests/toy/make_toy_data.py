@@ -94,6 +94,22 @@ def make_eval_data(root: Path, rng: random.Random) -> None:
     sentences = [[rng.randrange(len(CONCEPTS)) for _ in range(rng.randint(4, 8))] for _ in range(50)]
     texts = {code: [render(s, lang) for s in sentences] for code, lang in (("en", "eng"), ("es", "spa"), ("de", "deu"))}
     wmt.make_test_set(root / "wmt" / "test.tgz", texts, test_set="wmt13")
+    make_bisent2vec_eval_data(root, random.Random(7))  # its own RNG: the data above stays as it was
+
+
+def make_bisent2vec_eval_data(root: Path, rng: random.Random) -> None:
+    """Paper 002's evaluation sets in their real layouts: the MUSE test dictionaries of en-fr and fr-en
+    (one word pair per line, lowercased) and a Europarl v7 fr-en stand-in (raw aligned sentences)."""
+    en, fr = WORDS["eng"].lower().split(), WORDS["fra"].lower().split()
+    (root / "muse" / "dictionaries").mkdir(parents=True, exist_ok=True)
+    for (src, tgt), a, b in ((("en", "fr"), en, fr), (("fr", "en"), fr, en)):
+        with open(root / "muse" / "dictionaries" / f"{src}-{tgt}.5000-6500.txt", "w", encoding="utf-8") as f:
+            f.writelines(f"{x} {y}\n" for x, y in zip(a, b))
+    (root / "europarl").mkdir(exist_ok=True)
+    sentences = [[rng.randrange(len(CONCEPTS)) for _ in range(rng.randint(3, 8))] for _ in range(300)]
+    for code, lang in (("fr", "fra"), ("en", "eng")):
+        with open(root / "europarl" / f"europarl-v7.fr-en.{code}", "w", encoding="utf-8") as f:
+            f.writelines(render(s, lang) + "\n" for s in sentences)
 
 
 if __name__ == "__main__":

@@ -64,13 +64,21 @@ MULTIENC = PLAN.multienc
 MULTIENC_TABLES = f"results/tables/{CFG['run_name']}/schwenk_douze_2017"
 LABSE = PLAN.labse
 LABSE_TABLES = f"results/tables/{CFG['run_name']}/labse_2020"
+BISENT2VEC = PLAN.bisent2vec
+BISENT2VEC_TABLES = f"results/tables/{CFG['run_name']}/bisent2vec_2019"
 FAMILY_MODELS = PLAN.models  # every model of `models` (families other than LASER)
+EVAL = CFG.get("evaluation", {})
+
+
+def nway_corpora(data):
+    """The corpora of an nway_data entry, in order (one, or the parts of a pair's corpus)."""
+    return [data["corpus"]] if isinstance(data["corpus"], str) else list(data["corpus"])
 
 
 def nway_raw_inputs(w):
     """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
     d = NWAY[w.data]
-    files = {"raw": local_corpus_file(d["corpus"], w.lang)}
+    files = {"raw": [local_corpus_file(c, w.lang) for c in nway_corpora(d)]}
     if "corpus" in d["valid"]:
         files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
     return files
@@ -94,14 +102,14 @@ def multienc_targets():
 
 def model_text_dir(w):
     """A model's input text of its N-way data: BPE'd (multienc), Moses-preprocessed (labse: its vocabulary
-    is applied by the encoder)."""
+    is applied by the encoder; bisent2vec: words)."""
     m = FAMILY_MODELS[w.model]
-    return f"{RUN}/nway/{m['data']}/" + ("tok" if m["family"] == "labse" else "bpe")
+    return f"{RUN}/nway/{m['data']}/" + ("bpe" if m["family"] == "multienc" else "tok")
 
 
 def model_valid_text(w):
     """The files of model_text_dir that the similarity error reads (the bpe directory is one output)."""
-    if FAMILY_MODELS[w.model]["family"] == "labse":
+    if FAMILY_MODELS[w.model]["family"] != "multienc":
         return [f"{model_text_dir(w)}/valid.{lang}" for lang in PLAN.encoder_languages(w.model)]
     return [model_text_dir(w)]
 
@@ -126,6 +134,136 @@ def labse_tatoeba_languages():
     return list(CFG.get("evaluation", {}).get("tatoeba", {}).get("languages", [])) if LABSE else []
 
 
+def family_tatoeba_languages():
+    """The Tatoeba languages any model of `models` is scored on (the TF-IDF baseline's)."""
+    langs = {lang for name in [*LABSE, *BISENT2VEC] for lang in PLAN.model_tatoeba_languages(name)}
+    return [lang for lang in PLAN.tatoeba_languages if lang in langs]
+
+
+def bisent2vec_text(name):
+    """The Moses-tokenised training and validation lines of a Bi-Sent2Vec model's pair."""
+    m = BISENT2VEC[name]
+    return [f"{RUN}/nway/{m['data']}/tok/{split}.{lang}" for lang in m["pair"] for split in ("train", "valid")]
+
+
+def bisent2vec_vocab_file(name):
+    return f"{RUN}/nway/{BISENT2VEC[name]['data']}/bisent2vec_vocab/{PLAN.bisent2vec_vocab(name)}.json"
+
+
+def iso1(lang):
+    return languages.get(lang).paper
+
+
+def muse_dictionary(src, tgt):
+    """The MUSE test dictionary of a direction (ISO 639-3 codes): under data_root, or downloaded."""
+    s, t = iso1(src), iso1(tgt)
+    if DATA_ROOT:
+        return raw(EVAL["muse_words"]["path"].format(root=DATA_ROOT, src=s, tgt=t),
+                   EVAL["muse_words"]["url"].format(src=s, tgt=t))
+    return f"resources/muse/dictionaries/{s}-{t}.5000-6500.txt"
+
+
+def europarl_file(src, tgt, side):
+    """The Europarl v7 file of ``side`` for the pair of src and tgt (one is English): the xx-en release."""
+    xx = iso1(tgt if src == "eng" else src)
+    s = iso1(side)
+    if DATA_ROOT:
+        e = EVAL["europarl"]
+        return raw(e["path"].format(root=DATA_ROOT, xx=xx, side=s),
+                   f"{e['url'].format(xx=xx)}#{e['member'].format(xx=xx, side=s)}")
+    return f"resources/europarl/europarl-v7.{xx}-en.{s}"
+
+
+#: languages with a Europarl v7 xx-en release (no Russian, no Chinese: the paper's Table 3 has no en-ru)
+EUROPARL_LANGUAGES = {"bul", "ces", "dan", "deu", "ell", "spa", "est", "fin", "fra", "hun", "ita", "lit", "lav",
+                      "nld", "pol", "por", "ron", "slk", "slv", "swe"}
+
+
+def europarl_sizes():
+    e = EVAL["europarl"]
+    return (f"--n-keys {int(e['n_keys'])} --n-queries {int(e['n_queries'])} --n-idf {int(e['n_idf'])}"
+            f" --seed {int(e['seed'])}")
+
+
+def bisent2vec_words_directions(name):
+    return PLAN.bisent2vec_directions(name) if "muse_words" in EVAL else []
+
+
+def bisent2vec_europarl_directions(name):
+    pair = BISENT2VEC[name]["pair"]
+    if "europarl" not in EVAL or "eng" not in pair or not all(l == "eng" or l in EUROPARL_LANGUAGES for l in pair):
+        return []
+    return PLAN.bisent2vec_directions(name)
+
+
+def bisent2vec_tables():
+    """The tables of paper 002 this run writes: Tables 1, 3, 4 with their tasks, the pairs table always."""
+    with_results = any(bisent2vec_words_directions(n) or bisent2vec_europarl_directions(n) for n in BISENT2VEC)
+    return [*(["table1", "table3", "table4"] if with_results else []), "pairs"]
+
+
+def _direction_files(name, kind, directions, encoder):
+    return {f"{s}-{t}": f"{RUN}/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
+
+
+def bisent2vec_table_models():
+    """The models argument of bisent2vec-tables (every result file by model and direction)."""
+    out = []
+    for name, m in BISENT2VEC.items():
+        words, sentences = bisent2vec_words_directions(name), bisent2vec_europarl_directions(name)
+        tatoeba = bool(PLAN.model_tatoeba_languages(name))
+        out.append({"name": name, "description": m.get("description", name), "pair": list(m["pair"]),
+                    "ngrams": int(m["model"]["ngrams"]),
+                    "words": _direction_files(name, "words", words, "encoder"),
+                    "words_init": _direction_files(name, "words", words, "encoder_init"),
+                    "sentences": _direction_files(name, "europarl", sentences, "encoder"),
+                    "sentences_init": _direction_files(name, "europarl", sentences, "encoder_init"),
+                    "similarity": f"{RUN}/models/{name}/similarity.json",
+                    "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if tatoeba else None,
+                    "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if tatoeba else None})
+    return out
+
+
+def _baselines():
+    """direction -> identical-strings file, direction -> Europarl TF-IDF file: those written beside the
+    direction's first model (the baselines do not depend on the model, only on its vocabulary and data)."""
+    identical, tfidf = {}, {}
+    for name in BISENT2VEC:
+        for s, t in bisent2vec_words_directions(name):
+            identical.setdefault(f"{s}-{t}", f"{RUN}/models/{name}/words_{s}-{t}_identical.json")
+        for s, t in bisent2vec_europarl_directions(name):
+            tfidf.setdefault(f"{s}-{t}", f"{RUN}/models/{name}/europarl_{s}-{t}_tfidf.json")
+    return identical, tfidf
+
+
+def bisent2vec_table_inputs(w):
+    files = [p for m in bisent2vec_table_models() for key in ("words", "words_init", "sentences", "sentences_init")
+             for p in m[key].values()]
+    files += [m[key] for m in bisent2vec_table_models() for key in ("similarity", "tatoeba", "tatoeba_init") if m[key]]
+    identical, tfidf = _baselines()
+    datas = sorted({m["data"] for m in BISENT2VEC.values()})
+    return {"results": files, "identical": list(identical.values()), "europarl_tfidf": list(tfidf.values()),
+            "flores_tfidf": [f"{RUN}/nway/{d}/tfidf.json" for d in datas],
+            "tatoeba_tfidf": [f"{RUN}/tatoeba_tfidf.json"] if family_tatoeba_languages() else []}
+
+
+def bisent2vec_baseline_args(input):
+    identical, tfidf = _baselines()
+    args = [f"--identical-strings {shlex.quote(f'{d}={p}')}" for d, p in identical.items()]
+    args += [f"--tfidf {shlex.quote(f'{d}={p}')}" for d, p in tfidf.items()]
+    args += [f"--tfidf-flores {shlex.quote(p)}" for p in input.flores_tfidf[:1]]
+    args += [f"--tfidf-tatoeba {shlex.quote(p)}" for p in input.tatoeba_tfidf]
+    return " ".join(args)
+
+
+def bisent2vec_targets():
+    """What the main command builds for the Bi-Sent2Vec models: paper 002's tables and the learning curves."""
+    if not BISENT2VEC:
+        return []
+    return [*[f"{BISENT2VEC_TABLES}/{t}.{ext}" for t in bisent2vec_tables() for ext in ("md", "csv")],
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in BISENT2VEC]]
+
+
 def labse_un():
     """evaluation.un of the LaBSE models (None: not evaluated)."""
     return CFG.get("evaluation", {}).get("un") if LABSE else None
@@ -139,10 +277,26 @@ def labse_targets():
             *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in LABSE]]
 
 
-def compare_scores(family):
-    """name -> scores file of the compared models of one family (FLORES xsim for LASER, similarity for multienc)."""
-    return {name: f"{RUN}/flores/{name}/scores.json" if f == "laser" else f"{RUN}/models/{name}/similarity.json"
-            for name, f in PLAN.compared_models.items() if f == family}
+def compare_columns():
+    """The columns of the FLORES comparison, in order: column name -> {"family", "description", "scores": [files]}.
+    One column per model; the Bi-Sent2Vec models, one per en-xx pair, are one column per n-gram setting (the
+    paper reports a pair's numbers with that pair's model)."""
+    out = {}
+    for name, f in PLAN.compared_models.items():
+        if f == "laser":
+            out[name] = {"family": f, "description": "LASER (this run's model section)",
+                         "scores": [f"{RUN}/flores/{name}/scores.json"]}
+        elif f == "bisent2vec":
+            ngrams = FAMILY_MODELS[name]["model"]["ngrams"]
+            label = "uni." if ngrams == 1 else "uni. + bi."
+            column = out.setdefault(f"bisent2vec_{'uni' if ngrams == 1 else 'uni_bi'}", {
+                "family": f, "description": f"Bi-Sent2Vec {label}, one model per en-xx pair:", "scores": []})
+            column["description"] += f" {name}"
+            column["scores"].append(f"{RUN}/models/{name}/similarity.json")
+        else:
+            out[name] = {"family": f, "description": FAMILY_MODELS[name].get("description", name),
+                         "scores": [f"{RUN}/models/{name}/similarity.json"]}
+    return out
 
 
 def shell_quote_json(data):

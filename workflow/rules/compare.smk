@@ -5,8 +5,8 @@
 
 rule compare_flores:
     input:
-        laser=lambda w: list(compare_scores("laser").values()),
-        similarity=lambda w: [p for f in ("multienc", "labse") for p in compare_scores(f).values()],
+        laser=lambda w: [p for c in compare_columns().values() if c["family"] == "laser" for p in c["scores"]],
+        similarity=lambda w: [p for c in compare_columns().values() if c["family"] != "laser" for p in c["scores"]],
         tfidf=f"{RUN}/flores/tfidf.json",
     output:
         md="results/tables/{run}/compare_flores.md",
@@ -14,11 +14,11 @@ rule compare_flores:
     log:
         "results/{run}/logs/compare_flores.log",
     params:
-        laser=lambda w: [f"{n}={p}" for n, p in compare_scores("laser").items()],
-        similarity=lambda w: [f"{n}={p}" for f in ("multienc", "labse") for n, p in compare_scores(f).items()],
-        models=lambda w: shell_quote_json([{"name": name, "family": f, "description": "LASER (this run's model section)"
-                                            if f == "laser" else FAMILY_MODELS[name].get("description", name)}
-                                           for name, f in PLAN.compared_models.items()]),
+        laser=lambda w: [f"{n}={p}" for n, c in compare_columns().items() if c["family"] == "laser" for p in c["scores"]],
+        similarity=lambda w: [f"{n}={p}" for n, c in compare_columns().items() if c["family"] != "laser"
+                              for p in c["scores"]],
+        models=lambda w: shell_quote_json([{"name": n, "family": c["family"], "description": c["description"]}
+                                           for n, c in compare_columns().items()]),
         langs=lambda w: list(PLAN.flores_languages),
         heldout=lambda w: list(FLORES["heldout_lines"]),
         run=CFG["run_name"],

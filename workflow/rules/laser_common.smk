@@ -72,7 +72,6 @@ def binarized_files(pairs=None, split="train"):
 
 
 # ---- evaluation data (Tables 2-4, 8; WMT similarity) ----------------------------------------------
-EVAL = CFG.get("evaluation", {})
 TABLES = f"results/tables/{CFG['run_name']}"
 EVAL_DOWNLOADS = {}  # destination under resources/eval -> (url, sha256 or None)
 

@@ -101,6 +101,8 @@ class Plan:
         paths decide in training and export."""
         if self.models[name]["family"] == "labse":
             return list(self.nway_data[self.models[name]["data"]]["languages"])
+        if self.models[name]["family"] == "bisent2vec":
+            return list(self.models[name]["pair"])
         from laser_repro.models.multienc.paths import TrainingPaths
 
         return TrainingPaths(self.multienc[name]["paths"]).encoder_languages()
@@ -150,6 +152,36 @@ class Plan:
         if stage == "pretrain":
             return {**common, "train": {k: v for k, v in m["pretrain"].items() if k != "enabled"}}
         return {**common, "init_checkpoint": init_checkpoint, "loss": dict(m["loss"]), "train": dict(m["train"])}
+
+    @property
+    def bisent2vec(self) -> dict[str, dict]:
+        """The models of family bisent2vec (Sabet et al. 2019), one per language pair: name -> settings."""
+        return {name: m for name, m in self.models.items() if m["family"] == "bisent2vec"}
+
+    def bisent2vec_vocab(self, name: str) -> str:
+        """A Bi-Sent2Vec model's vocabulary under results/<run>/nway/<data>/bisent2vec_vocab/ (shared by
+        the models of the same data, pair and vocabulary settings: the uni. and uni. + bi. models)."""
+        m = self.bisent2vec[name]
+        l1, l2 = m["pair"]
+        return f"{l1}-{l2}.min{int(m['vocab']['min_count'])}.max{int(m['vocab']['max_size'])}"
+
+    def bisent2vec_settings(self, name: str, *, vocab: str) -> dict:
+        """``--settings`` of ``laser-repro train --family bisent2vec`` (laser_repro.models.bisent2vec.trainer)."""
+        m = self.bisent2vec[name]
+        return {"languages": list(m["pair"]), "vocab": vocab, "model": dict(m["model"]), "train": dict(m["train"])}
+
+    def bisent2vec_directions(self, name: str) -> list[tuple[str, str]]:
+        """The two directions of a model's pair, English -> xx first (the paper's -> and <- columns)."""
+        l1, l2 = self.bisent2vec[name]["pair"]
+        return [(l1, l2), (l2, l1)] if l1 == "eng" or l2 != "eng" else [(l2, l1), (l1, l2)]
+
+    def model_tatoeba_languages(self, name: str) -> list[str]:
+        """The Tatoeba languages (xx of the xx-eng test sets) a model of `models` is scored on: every one
+        for a LaBSE model (one encoder for all), the non-English language of its pair for Bi-Sent2Vec."""
+        m = self.models[name]
+        if m["family"] == "bisent2vec":
+            return [lang for lang in self.tatoeba_languages if "eng" in m["pair"] and lang in m["pair"] and lang != "eng"]
+        return list(self.tatoeba_languages)
 
     def archive_parts(self, corpus: str) -> list[str]:
         """The URLs of a corpus archive published in parts (download.url a list), else []."""

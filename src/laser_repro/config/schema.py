@@ -397,8 +397,9 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
 
     corpora = {c["name"]: c for c in config["corpora"]}
     for name, data in config.get("nway_data", {}).items():
-        refs = [(["corpus"], data["corpus"])] + ([(["valid", "corpus"], data["valid"]["corpus"])]
-                                                  if "corpus" in data["valid"] else [])
+        parts = [data["corpus"]] if isinstance(data["corpus"], str) else list(data["corpus"])
+        refs = [(["corpus"], ref) for ref in parts] + ([(["valid", "corpus"], data["valid"]["corpus"])]
+                                                        if "corpus" in data["valid"] else [])
         for key, ref in refs:
             corpus = corpora.get(ref)
             if corpus is None or corpus["kind"] != "local" or corpus["layout"] != "nway":
@@ -441,6 +442,11 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
                 if model["paper_row"] not in paper_row_ids():
                     fail(["models", name, "paper_row"], f"{model['paper_row']!r} is not a row of paper 003's "
                                                          f"Table 2 ({', '.join(paper_row_ids())})")
+        if model["family"] == "bisent2vec":
+            absent = [code for code in model["pair"] if code not in data["languages"]]
+            if absent:
+                fail(["models", name, "pair"], f"{absent} not among the languages of nway_data.{model['data']} "
+                                                f"{data['languages']}")
         if model["family"] != "multienc":
             continue
         paths = model["paths"]

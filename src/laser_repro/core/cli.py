@@ -60,7 +60,7 @@ def add_cli(sub) -> None:
                         "as absent (OPUS corpora with allow_absent_pairs)")
     s.set_defaults(func=cmd_fetch)
 
-    s = sub.add_parser("extract-member", help="extract one file of a tar archive")
+    s = sub.add_parser("extract-member", help="extract one file of a tar (or zip) archive")
     s.add_argument("--archive", required=True)
     s.add_argument("--member", required=True)
     s.add_argument("--output", required=True)

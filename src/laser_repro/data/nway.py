@@ -35,7 +35,8 @@ def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None =
                      lowercase: bool = True) -> dict:
     """Training and validation lines of one language: ``<out_dir>/tok/{train,valid}.<lang>`` (Moses)
     and ``<out_dir>/raw/valid.<lang>``. Validation: lines ``heldout`` [start, stop) of ``raw``, or all
-    of ``valid_raw``; training: every other line of ``raw``."""
+    of ``valid_raw``; training: every other line of ``raw``. ``raw`` may be a list of files: their
+    concatenation, in order (a pair's corpus in several parts, e.g. OpenSubtitles + Tanzil)."""
     from laser_repro.data.preprocess import language_preprocessor
 
     if (heldout is None) == (valid_raw is None):
@@ -54,7 +55,9 @@ def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None =
             if split == "valid":
                 raw_valid.write(line + "\n")
 
-        for i, line in enumerate(iter_lines(raw, progress=True, desc=f"{lang} {Path(raw).name}")):
+        raws = [raw] if isinstance(raw, (str, Path)) else list(raw)
+        lines = (line for path in raws for line in iter_lines(path, progress=True, desc=f"{lang} {Path(path).name}"))
+        for i, line in enumerate(lines):
             put("valid" if start <= i < stop else "train", line)
         if valid_raw is not None:
             for line in iter_lines(valid_raw, desc=f"{lang} {Path(valid_raw).name}"):
@@ -140,7 +143,7 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
 
 
 def cmd_text(a) -> None:
-    counts = prepare_language(a.raw, a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
+    counts = prepare_language(a.raw if len(a.raw) > 1 else a.raw[0], a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
                               lowercase=not a.keep_case)
     log.info("%s: %s", a.lang, json.dumps(counts))
 
@@ -152,7 +155,8 @@ def cmd_bpe(a) -> None:
 
 def add_cli(sub) -> None:
     s = sub.add_parser("nway-text", help="N-way data: one language's training / validation lines, Moses-preprocessed")
-    s.add_argument("--raw", required=True, help="the language's N-way file (line i = sentence i)")
+    s.add_argument("--raw", required=True, nargs="+",
+                   help="the language's N-way file (line i = sentence i); several: their concatenation")
     s.add_argument("--lang", required=True)
     s.add_argument("--out-dir", required=True, help="writes tok/{train,valid}.LANG and raw/valid.LANG")
     valid = s.add_mutually_exclusive_group(required=True)

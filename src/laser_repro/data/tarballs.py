@@ -101,8 +101,38 @@ def extract_tar_members(
 
 
 def extract_tar_member(tar_path: str | os.PathLike, member: str, out_path: str | os.PathLike) -> Path:
-    """Extract one regular-file member of a (compressed) tar to ``out_path`` (streaming).
+    """Extract one regular-file member of a (compressed) tar -- or of a zip (OPUS's Moses downloads,
+    e.g. ParaCrawl's ``en-fr.txt.zip``) -- to ``out_path`` (streaming).
 
     See :func:`extract_tar_members` for the error behaviour.
     """
+    import zipfile
+
+    if Path(tar_path).is_file() and zipfile.is_zipfile(tar_path):
+        return _extract_zip_member(Path(tar_path), member, Path(out_path))
     return extract_tar_members(tar_path, {member: out_path})[norm_member(member)]
+
+
+def _extract_zip_member(zip_path: Path, member: str, out: Path) -> Path:
+    import shutil
+    import zipfile
+
+    _unlink(out)
+    part = _part(out)
+    try:
+        with zipfile.ZipFile(zip_path) as zf:
+            names = {norm_member(n): n for n in zf.namelist()}
+            name = names.get(norm_member(member))
+            if name is None:
+                raise CorpusError(f"{zip_path}: no member {member!r} (has: {', '.join(sorted(names)[:8])})")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(name) as src, open(part, "wb") as dst:
+                shutil.copyfileobj(src, dst, _WRITE_BUFFER)
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        _unlink(part)
+        raise CorpusError(f"{zip_path}: cannot read member {member!r}: {err}") from err
+    except CorpusError:
+        _unlink(part)
+        raise
+    os.replace(part, out)
+    return out

@@ -81,13 +81,15 @@ def europarl_members(lang3: str) -> tuple[str, str]:
 
 
 # ---- data -------------------------------------------------------------------------------------------------
-def _read_tokens(path, lowercase: bool, max_lines: int | None) -> list[list[str]]:
+def _read_tokens(path, lowercase: bool, max_lines: int | None, tokenize=None) -> list[list[str]]:
     from laser_repro.core.textio import iter_lines
 
     out = []
-    for line in iter_lines(path):
+    for line in iter_lines(path, progress=tokenize is not None, desc=f"{Path(path).name}"):
         if max_lines is not None and len(out) >= max_lines:
             break
+        if tokenize is not None:
+            line = tokenize(line)
         out.append((line.lower() if lowercase else line).split())
     return out
 
@@ -103,10 +105,11 @@ def _unique_first(sentences: Sequence[Sequence[str]]) -> list[int]:
 
 def load_europarl(path_src: Path | str, path_tgt: Path | str, *, lowercase: bool = True,
                   max_lines: int | None = None, dedup_first: str = "src",
-                  seed: int = SEED) -> tuple[list[list[str]], list[list[str]]]:
+                  seed: int = SEED, tokenize_src=None, tokenize_tgt=None) -> tuple[list[list[str]], list[list[str]]]:
     """The aligned token lists of a Europarl pair as MUSE's ``load_europarl_data`` builds them: the first
     ``max_lines`` lines (MUSE: n_keys + 2 n_idf; None: all), lowercased, whitespace-split (empty lines
-    kept as empty sentences), deduplicated on the ``dedup_first`` side ("src" or "tgt"; MUSE: the xx of
+    kept as empty sentences; ``tokenize_*``: a line -> its tokenised text, applied first, as MUSE's script runs
+    the Moses tokenizer over the raw files), deduplicated on the ``dedup_first`` side ("src" or "tgt"; MUSE: the xx of
     ``europarl-v7.xx-en``) then on the other, shuffled with ``RandomState(seed)``.
 
     Files whose line counts differ raise ValueError naming both."""
@@ -117,7 +120,8 @@ def load_europarl(path_src: Path | str, path_tgt: Path | str, *, lowercase: bool
     n_src, n_tgt = count_lines(path_src), count_lines(path_tgt)
     if n_src != n_tgt:
         raise ValueError(f"{path_src} ({n_src} lines) and {path_tgt} ({n_tgt} lines) are not a parallel corpus")
-    src, tgt = _read_tokens(path_src, lowercase, max_lines), _read_tokens(path_tgt, lowercase, max_lines)
+    src = _read_tokens(path_src, lowercase, max_lines, tokenize_src)
+    tgt = _read_tokens(path_tgt, lowercase, max_lines, tokenize_tgt)
     first, second = (src, tgt) if dedup_first == "src" else (tgt, src)
     keep = _unique_first(first)
     first, second = [first[i] for i in keep], [second[i] for i in keep]
@@ -329,41 +333,57 @@ def muse_sides(src: str, tgt: str) -> tuple[str, str]:
 
 
 def cmd_europarl(a) -> None:
+    """Each ``--encoder`` with its ``--output`` and/or ``--tfidf OUT`` (the baseline) on the same loaded,
+    tokenised and split corpus: one job reads Europarl once for a model and its update 0."""
     import torch
 
     from laser_repro.core.textio import write_json
 
-    if bool(a.encoder) == bool(a.tfidf):
-        raise SystemExit("europarl-retrieval: give either --encoder or --tfidf")
+    encoders, outputs = list(a.encoder or []), list(a.output or [])
+    if len(encoders) != len(outputs):
+        raise SystemExit(f"europarl-retrieval: one --output per --encoder ({len(encoders)} encoders, "
+                         f"{len(outputs)} outputs)")
+    if not encoders and not a.tfidf:
+        raise SystemExit("europarl-retrieval: give --encoder E --output OUT and/or --tfidf OUT")
     torch.set_num_threads(a.threads)
-    dedup_first, idf_first = muse_sides(a.src, a.tgt)
-    src, tgt = load_europarl(a.src_file, a.tgt_file, lowercase=not a.keep_case, max_lines=a.n_keys + 2 * a.n_idf,
-                             dedup_first=dedup_first, seed=a.seed)
-    sizes = dict(n_keys=a.n_keys, n_queries=a.n_queries, n_idf=a.n_idf, seed=a.seed)
-    if a.tfidf:
-        results = tfidf_sentence_retrieval(src, tgt, **sizes)
-    else:
-        from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
+    from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
 
-        encoder = BiSent2VecEncoder.load(a.encoder)
+    loaded = []
+    for path in encoders:
+        encoder = BiSent2VecEncoder.load(path)
         missing = [lang for lang in (a.src, a.tgt) if lang not in encoder.languages]
         if missing:
-            raise SystemExit(f"europarl-retrieval: {a.encoder} has no {missing} (its languages: {encoder.languages})")
+            raise SystemExit(f"europarl-retrieval: {path} has no {missing} (its languages: {encoder.languages})")
+        loaded.append(encoder)
+    dedup_first, idf_first = muse_sides(a.src, a.tgt)
+    tokenize = {}
+    if a.moses:  # raw Europarl text: Moses-tokenise each line (MUSE's script runs tokenizer.perl first)
+        from laser_repro.data.preprocess import language_preprocessor
+
+        tokenize = {"tokenize_src": language_preprocessor(a.src, lowercase=not a.keep_case),
+                    "tokenize_tgt": language_preprocessor(a.tgt, lowercase=not a.keep_case)}
+    src, tgt = load_europarl(a.src_file, a.tgt_file, lowercase=not a.keep_case, max_lines=a.n_keys + 2 * a.n_idf,
+                             dedup_first=dedup_first, seed=a.seed, **tokenize)
+    sizes = dict(n_keys=a.n_keys, n_queries=a.n_queries, n_idf=a.n_idf, seed=a.seed)
+    base = {"task": "europarl", "src": a.src, "tgt": a.tgt, "src_file": str(a.src_file), "tgt_file": str(a.tgt_file)}
+    if a.tfidf:
+        results = tfidf_sentence_retrieval(src, tgt, **sizes)
+        write_json(a.tfidf, {**base, "encoder": "tfidf", "results": results})
+        log.info("europarl %s -> %s TF-IDF: %s", a.src, a.tgt, results)
+    for path, encoder, output in zip(encoders, loaded, outputs):
         results = sentence_retrieval_methods(
             src, tgt, encoder_embedder(encoder, a.src, max_vocab=a.max_vocab),
             encoder_embedder(encoder, a.tgt, max_vocab=a.max_vocab), idf_first=idf_first,
             device=resolve_device(a.device), **sizes)
-    write_json(a.output, {"task": "europarl", "encoder": str(a.encoder) if a.encoder else "tfidf", "src": a.src,
-                          "tgt": a.tgt, "src_file": str(a.src_file), "tgt_file": str(a.tgt_file),
-                          "results": results})
-    log.info("europarl %s -> %s: %s", a.src, a.tgt, results)
+        write_json(output, {**base, "encoder": str(path), "results": results})
+        log.info("europarl %s -> %s with %s: %s", a.src, a.tgt, path, results)
 
 
 def add_cli(sub) -> None:
     s = sub.add_parser("europarl-retrieval", help="MUSE Europarl sentence translation P@1/5/10 of a Bi-Sent2Vec "
                                                   "encoder (IDF-weighted bag of words), or of TF-IDF")
-    s.add_argument("--encoder", help="an exported Bi-Sent2Vec encoder")
-    s.add_argument("--tfidf", action="store_true", help="the character n-gram TF-IDF baseline instead of an encoder")
+    s.add_argument("--encoder", nargs="+", help="exported Bi-Sent2Vec encoders (each with its --output)")
+    s.add_argument("--tfidf", metavar="OUT", help="also write the character n-gram TF-IDF baseline to OUT")
     s.add_argument("--src", required=True, help="ISO 639-3 code of the query side")
     s.add_argument("--tgt", required=True, help="ISO 639-3 code of the key side")
     s.add_argument("--src-file", required=True, help="Europarl v7 (tokenized) lines of --src")
@@ -374,7 +394,9 @@ def add_cli(sub) -> None:
     s.add_argument("--seed", type=int, default=SEED, help="of the shuffle and of the query choice (MUSE: 1234)")
     s.add_argument("--max-vocab", type=int, default=MAX_VOCAB, help="words per language (MUSE --max_vocab)")
     s.add_argument("--keep-case", action="store_true", help="do not lowercase the sentences (MUSE lowercases)")
+    s.add_argument("--moses", action="store_true", help="the files are raw text: Moses-preprocess each line first "
+                   "(the project's preprocessing of each language, as the models' training text)")
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="of the similarity search")
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", nargs="+", help="one result JSON per --encoder")
     s.set_defaults(func=cmd_europarl)

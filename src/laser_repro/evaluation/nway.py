@@ -41,7 +41,9 @@ def evaluate(encoder, init_encoder, data_dir, split: str, langs: Sequence[str]) 
 
 #: the loss panel of each family's curves: (title, y label)
 LOSS_LABELS = {"multienc": ("translation loss", "cross-entropy per target token (nats)"),
-               "labse": ("ranking loss (AMS, both directions)", "loss per pair, x->y + y->x (nats)")}
+               "labse": ("ranking loss (AMS, both directions)", "loss per pair, x->y + y->x (nats)"),
+               "bisent2vec": ("Bi-Sent2Vec loss (eq. 3: monolingual + cross-lingual)",
+                              "logistic loss per prediction, negatives included (nats)")}
 
 
 def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping | None = None,

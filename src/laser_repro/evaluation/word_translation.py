@@ -303,50 +303,58 @@ def identical_strings(src_words: Sequence[str] | None, tgt_words: Sequence[str] 
 
 # ---- command line -----------------------------------------------------------------------------------------
 def cmd_word_translation(a) -> None:
+    """Each ``--encoder`` with its ``--output`` (e.g. a model and the same model at update 0: one job reads
+    the dictionary once); ``--identical-strings OUT``: the baseline on the first encoder's vocabularies
+    (the same queries), or on the whole dictionary without an encoder."""
     import torch
 
     from laser_repro.core.textio import write_json
 
     torch.set_num_threads(a.threads)
     device = resolve_device(a.device)
+    encoders, outputs = list(a.encoder or []), list(a.output or [])
+    if len(encoders) != len(outputs):
+        raise SystemExit(f"word-translation: one --output per --encoder ({len(encoders)} encoders, {len(outputs)} outputs)")
+    if not encoders and not a.identical_strings:
+        raise SystemExit("word-translation: give --encoder E --output OUT and/or --identical-strings OUT")
     pairs = read_dictionary(a.dictionary)
-    out = {"task": "muse_words", "encoder": None, "src": a.src, "tgt": a.tgt, "dictionary": str(a.dictionary),
-           "max_target": a.max_target}
-    encoder = None
-    if a.encoder:
-        from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
+    base = {"task": "muse_words", "src": a.src, "tgt": a.tgt, "dictionary": str(a.dictionary),
+            "max_target": a.max_target}
+    from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
 
-        encoder = BiSent2VecEncoder.load(a.encoder)
+    loaded = []
+    for path in encoders:
+        encoder = BiSent2VecEncoder.load(path)
         missing = [lang for lang in (a.src, a.tgt) if lang not in encoder.languages]
         if missing:
-            raise SystemExit(f"word-translation: {a.encoder} has no {missing} (its languages: {encoder.languages})")
+            raise SystemExit(f"word-translation: {path} has no {missing} (its languages: {encoder.languages})")
+        loaded.append(encoder)
     if a.identical_strings:
         src_words = tgt_words = None
-        if encoder is not None:  # the same queries as the encoder's evaluation
-            src_words, tgt_words = encoder.word_vectors(a.src)[0], encoder.word_vectors(a.tgt)[0]
-            out["vocabulary"] = str(a.encoder)
-        out["encoder"] = "identical_strings"
+        out = {**base, "encoder": "identical_strings"}
+        if loaded:  # the same queries as the encoder's evaluation
+            src_words, tgt_words = loaded[0].word_vectors(a.src)[0], loaded[0].word_vectors(a.tgt)[0]
+            out["vocabulary"] = str(encoders[0])
         out["results"] = {"identical_strings": identical_strings(src_words, tgt_words, pairs, max_target=a.max_target)}
-    else:
-        if encoder is None:
-            raise SystemExit("word-translation: give --encoder (or --identical-strings for the baseline)")
+        write_json(a.identical_strings, out)
+        log.info("%s -> %s identical strings: %s", a.src, a.tgt, out["results"])
+    for path, encoder, output in zip(encoders, loaded, outputs):
         src_words, src_vectors = encoder.word_vectors(a.src)
         tgt_words, tgt_vectors = encoder.word_vectors(a.tgt)
-        out["encoder"] = str(a.encoder)
-        out["results"] = {method: word_translation(src_words, src_vectors, tgt_words, tgt_vectors, pairs,
-                                                   method=method, max_target=a.max_target, device=device)
-                          for method in METHODS}
-    write_json(a.output, out)
-    log.info("%s -> %s: %s", a.src, a.tgt, out["results"])
+        results = {method: word_translation(src_words, src_vectors, tgt_words, tgt_vectors, pairs, method=method,
+                                            max_target=a.max_target, device=device)
+                   for method in METHODS}
+        write_json(output, {**base, "encoder": str(path), "results": results})
+        log.info("%s -> %s with %s: %s", a.src, a.tgt, path, results)
 
 
 def add_cli(sub) -> None:
     s = sub.add_parser("word-translation", help="MUSE word translation P@1/5/10 of a Bi-Sent2Vec encoder "
                                                 "(or the identical-strings baseline)")
-    s.add_argument("--encoder", help="an exported Bi-Sent2Vec encoder (with --identical-strings: only its "
-                                     "vocabularies are used, to query the same words)")
-    s.add_argument("--identical-strings", action="store_true",
-                   help="the non-learned baseline: translate a word as the same string")
+    s.add_argument("--encoder", nargs="+", help="exported Bi-Sent2Vec encoders (each with its --output; the "
+                                                "first one's vocabularies give the --identical-strings queries)")
+    s.add_argument("--identical-strings", metavar="OUT",
+                   help="also write the non-learned baseline (translate a word as the same string) to OUT")
     s.add_argument("--src", required=True, help="ISO 639-3 code of the query language")
     s.add_argument("--tgt", required=True, help="ISO 639-3 code of the target language")
     s.add_argument("--dictionary", required=True, help="MUSE test dictionary (src-tgt.5000-6500.txt)")
@@ -355,5 +363,5 @@ def add_cli(sub) -> None:
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="where the similarities are computed (CSLS over 200k x 200k words: ~20 min on 2 CPU cores)")
-    s.add_argument("--output", required=True)
+    s.add_argument("--output", nargs="+", help="one result JSON per --encoder")
     s.set_defaults(func=cmd_word_translation)

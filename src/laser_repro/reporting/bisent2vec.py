@@ -35,17 +35,41 @@ format per direction (a baseline's ``results`` may hold another method than ``nn
 ``identical_strings``: one row per method). A pair no model was trained for, or a direction without results,
 is an empty cell (never 0) with a note; an average only when every column of its row has a value.
 
-Command line (writes ``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv``)::
+**The pairs table** (``pairs.md`` / ``pairs.csv``; not in the paper): similarity search on the pairs we
+trained, which every Bi-Sent2Vec run evaluates, also when the MUSE / Europarl tasks are not configured (then
+Tables 1, 3 and 4 are not written; see :func:`write_tables`). A model may also hold::
+
+     "similarity": {"similarity": M, "init": M or None},   # FLORES held-out lines (``laser-repro similarity``)
+     "tatoeba": results, "tatoeba_init": results           # Tatoeba, xx -> eng (``laser-repro retrieval``)
+
+where M is a similarity error matrix ``{"pairs": {"eng-fra": 87.5, "fra-eng": 90.0}, "sentences": 200,
+"mean": ..}`` (the % of the held-out lines of a whose nearest neighbour among the lines of b is not the
+translation, for the pair "a-b"; ``init``: the model at its random initialization) and the Tatoeba results are
+``{"task": "tatoeba", "direction": "xx->eng", "results": {"fra": {"error": 12.5, "n": 1000}}}``. Its
+baselines are TF-IDF (character n-grams, no learning) on the same sentences: a matrix over all the data's
+languages (``laser-repro nway-tfidf``) and Tatoeba results of the same format. One row per trained pair
+(``eng-xx``, xx the pair's non-English language; the pair of a model here may be any language of its data,
+not only the paper's), columns (:func:`pairs_columns`): for each n-gram order some model has, its en→xx
+(``eng-xx``) and xx→en (``xx-eng``) FLORES error and those at random init, then TF-IDF's and the number of
+held-out sentences; then the Tatoeba xx→eng error of each order's model and init, TF-IDF's and the number of
+Tatoeba sentences. A value not there is an empty cell (never 0) with a note.
+
+Command line (writes ``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv`` when some model has word or
+sentence results, ``pairs.md/.csv`` when some model has a similarity file)::
 
     laser-repro bisent2vec-tables --models models.json --out-dir reports/bisent2vec --run-name RUN \
-        [--identical-strings eng-fra=ident_eng_fra.json ...] [--tfidf eng-fra=tfidf_eng_fra.json ...]
+        [--identical-strings eng-fra=ident_eng_fra.json ...] [--tfidf eng-fra=tfidf_eng_fra.json ...] \
+        [--tfidf-flores tfidf_flores.json] [--tfidf-tatoeba tfidf_tatoeba.json]
 
-``--models`` is the list of model dicts above with paths (or null) in place of the results.
+``--models`` is the list of model dicts above with paths (or null) in place of the results: ``words`` ...
+``sentences_init`` map a direction to a path, ``similarity``, ``tatoeba`` and ``tatoeba_init`` are one path.
 """
 from __future__ import annotations
 
 import csv
 import io
+import logging
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -67,7 +91,9 @@ METHODS = {"nn": "NN", "csls_knn_10": "CSLS"}
 #: n-gram order -> (row id part, the paper's label)
 VARIANTS = {1: ("uni", "uni."), 2: ("uni_bi", "uni. + bi.")}
 RESULT_KEYS = ("words", "words_init", "sentences", "sentences_init")
-MODEL_KEYS = ("name", "description", "pair", "ngrams", *RESULT_KEYS)
+#: the inputs of the pairs table: one file each (the FLORES similarity matrices, the Tatoeba results)
+PAIR_KEYS = ("similarity", "tatoeba", "tatoeba_init")
+MODEL_KEYS = ("name", "description", "pair", "ngrams", *RESULT_KEYS, *PAIR_KEYS)
 #: the tables we report: their language pairs (paper codes) and evaluations
 TABLE_PAIRS = {1: ("es", "fr", "de", "ru", "it"), 3: ("es", "fr", "de", "it"), 4: ("fi", "hu")}
 TABLE_KINDS = {1: ("words",), 3: ("sentences",), 4: ("words", "sentences")}
@@ -83,6 +109,11 @@ BASELINES = {"words": ("identical_strings", "Identical strings (a word translate
 CSV_FIELDS = ("table", "row", "model", "column", "ours", "paper", "unit", "n", "n_candidates", "source")
 #: paper cells whose printed average is not the mean of the row's printed values (to 0.05)
 PAPER_AVG_OFF = {"t1.bivec.nn", "t1.bivec.csls", "t3.vecmap.unsup"}
+PAIRS_TITLE = "similarity search on the trained pairs: FLORES held-out xsim and Tatoeba"
+PAIRS_CSV_FIELDS = ("row", "column", "task", "system", "direction", "value", "unit", "n", "model", "note")
+LANG_CODE = re.compile(r"[a-z]{3}")
+
+log = logging.getLogger("laser_repro")
 
 
 # ---- the paper's values ------------------------------------------------------------------------------------
@@ -171,6 +202,54 @@ def check_results(results: Mapping | None, kind: str, what: str, direction: str 
             raise ValueError(f"{what}: results[{method!r}][{CANDIDATES_KEY[kind]!r}] is not a number")
 
 
+def check_matrix(matrix: Mapping | None, what: str) -> None:
+    """Raise ValueError (naming ``what``) unless ``matrix`` is a similarity error matrix: ``pairs`` "a-b"
+    -> error % in [0, 100], ``sentences`` a positive integer."""
+    if matrix is None:
+        return
+    if not isinstance(matrix, Mapping) or not isinstance(matrix.get("pairs"), Mapping):
+        raise ValueError(f"{what}: not a similarity error matrix (no 'pairs' mapping)")
+    for key, value in matrix["pairs"].items():
+        parts = key.split("-") if isinstance(key, str) else []
+        if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
+            raise ValueError(f"{what}: 'pairs' key {key!r} is not 'a-b' of two languages")
+        if not _number(value) or not 0 <= value <= 100:
+            raise ValueError(f"{what}: 'pairs' {key!r} is not an error % in [0, 100], got {value!r}")
+    sentences = matrix.get("sentences")
+    if not isinstance(sentences, int) or isinstance(sentences, bool) or sentences < 1:
+        raise ValueError(f"{what}: 'sentences' is not a positive integer, got {sentences!r}")
+
+
+def check_similarity(data: Mapping | None, what: str) -> None:
+    """Raise ValueError (naming ``what``) unless ``data`` is ``{"similarity": matrix, "init": matrix or
+    None}`` (``init`` may be absent)."""
+    if data is None:
+        return
+    if not isinstance(data, Mapping) or data.get("similarity") is None:
+        raise ValueError(f"{what}: no 'similarity' matrix (expected {{\"similarity\": M, \"init\": M}})")
+    check_matrix(data["similarity"], f"{what} 'similarity'")
+    check_matrix(data.get("init"), f"{what} 'init'")
+
+
+def check_tatoeba(results: Mapping | None, what: str) -> None:
+    """Raise ValueError (naming ``what``) unless ``results`` are Tatoeba results ``{"task": "tatoeba",
+    "direction": "xx->eng", "results": {lang: {"error": % in [0, 100], "n": sentences}}}``."""
+    if results is None:
+        return
+    if not isinstance(results, Mapping) or not isinstance(results.get("results"), Mapping):
+        raise ValueError(f"{what}: not retrieval results (no 'results' mapping)")
+    if results.get("task") != "tatoeba":
+        raise ValueError(f"{what}: results of task {results.get('task')!r}, expected 'tatoeba'")
+    if results.get("direction", "xx->eng") != "xx->eng":
+        raise ValueError(f"{what}: direction {results['direction']!r}, expected 'xx->eng'")
+    for lang, res in results["results"].items():
+        if not isinstance(res, Mapping) or not _number(res.get("error")) or not 0 <= res["error"] <= 100:
+            raise ValueError(f"{what}: results[{lang!r}] has no numeric 'error' in [0, 100]")
+        n = res.get("n")
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise ValueError(f"{what}: results[{lang!r}]['n'] is not a positive integer, got {n!r}")
+
+
 def _directions(pair: Sequence[str]) -> tuple[str, str]:
     return f"{pair[0]}-{pair[1]}", f"{pair[1]}-{pair[0]}"
 
@@ -183,9 +262,9 @@ def _check_models(models: Sequence[Mapping]) -> None:
     for m in models:
         pair = m.get("pair")
         if (not isinstance(pair, (list, tuple)) or len(pair) != 2 or pair[0] != "eng"
-                or pair[1] not in LANGUAGES or pair[1] == "eng"):
-            raise ValueError(f"model {m['name']}: 'pair' must be ['eng', xx] with xx one of "
-                             f"{', '.join(c for c in LANGUAGES if c != 'eng')}, got {pair!r}")
+                or not isinstance(pair[1], str) or not LANG_CODE.fullmatch(pair[1]) or pair[1] == "eng"):
+            raise ValueError(f"model {m['name']}: 'pair' must be ['eng', xx] with xx an ISO 639-3 code (the "
+                             f"paper's: {', '.join(c for c in LANGUAGES if c != 'eng')}), got {pair!r}")
         if m.get("ngrams") not in VARIANTS:
             raise ValueError(f"model {m['name']}: 'ngrams' must be 1 (uni.) or 2 (uni. + bi.), "
                              f"got {m.get('ngrams')!r}")
@@ -202,6 +281,9 @@ def _check_models(models: Sequence[Mapping]) -> None:
                     raise ValueError(f"model {m['name']} {rkey!r}: direction {direction!r} is not one of "
                                      f"{' / '.join(_directions(pair))}")
                 check_results(results, rkey.split("_")[0], f"model {m['name']} {rkey!r} {direction!r}", direction)
+        check_similarity(m.get("similarity"), f"model {m['name']} 'similarity'")
+        for key in ("tatoeba", "tatoeba_init"):
+            check_tatoeba(m.get(key), f"model {m['name']} {key!r}")
 
 
 def _check_baseline(results: Mapping | None, kind: str, label: str) -> None:
@@ -509,15 +591,239 @@ def write_table(table: int, rows: Sequence[Mapping], md_path, csv_path, run_name
     return [md_path, csv_path]
 
 
+# ---- the pairs table: FLORES held-out xsim and Tatoeba of every trained pair --------------------------------
+def pairs_columns(models: Sequence[Mapping]) -> list[dict]:
+    """The columns of the pairs table: ``{"column", "task" ("flores" / "tatoeba"), "system" ("ours", "init",
+    "tfidf"; None for the sentence counts), "ngrams" (1, 2 or None), "direction" ("en-xx", "xx-en",
+    "xx-eng"; None for the counts), "header"}``. For each n-gram order some model has: its FLORES en→xx and
+    xx→en error, then at random init; TF-IDF's; ``flores.sentences``; then per order the Tatoeba xx→eng
+    error of the model and at init; TF-IDF's; ``tatoeba.n``."""
+    present = [n for n in VARIANTS if any(m["ngrams"] == n for m in models)]
+    systems = (("ours", "", ""), ("init", ".init", " init"))
+    cols = []
+    for n in present:
+        part, label = VARIANTS[n]
+        for system, suffix, header in systems:
+            for d, arrow in (("en-xx", "en→xx"), ("xx-en", "xx→en")):
+                cols.append({"column": f"flores.{part}{suffix}.{d}", "task": "flores", "system": system,
+                             "ngrams": n, "direction": d, "header": f"{label}{header} {arrow}"})
+    for d, arrow in (("en-xx", "en→xx"), ("xx-en", "xx→en")):
+        cols.append({"column": f"flores.tfidf.{d}", "task": "flores", "system": "tfidf", "ngrams": None,
+                     "direction": d, "header": f"TF-IDF {arrow}"})
+    cols.append({"column": "flores.sentences", "task": "flores", "system": None, "ngrams": None, "direction": None,
+                 "header": "sentences"})
+    for n in present:
+        part, label = VARIANTS[n]
+        for system, suffix, header in systems:
+            cols.append({"column": f"tatoeba.{part}{suffix}", "task": "tatoeba", "system": system, "ngrams": n,
+                         "direction": "xx-eng", "header": f"Tatoeba {label}{header}"})
+    cols.append({"column": "tatoeba.tfidf", "task": "tatoeba", "system": "tfidf", "ngrams": None,
+                 "direction": "xx-eng", "header": "Tatoeba TF-IDF"})
+    cols.append({"column": "tatoeba.n", "task": "tatoeba", "system": None, "ngrams": None, "direction": None,
+                 "header": "Tatoeba n"})
+    return cols
+
+
+def _flores_key(direction: str, lang: str) -> str:
+    return f"eng-{lang}" if direction == "en-xx" else f"{lang}-eng"
+
+
+def _pair_value(col: Mapping, lang: str, m: Mapping | None, tfidf_flores: Mapping | None,
+                tfidf_tatoeba: Mapping | None) -> tuple[float | None, int | None, str, str]:
+    """(value, sentences, who, why it is empty) of one cell of the pairs table (``m``: the pair's model of
+    the column's n-gram order, or None)."""
+    if col["system"] == "tfidf":
+        who = "TF-IDF"
+        if col["task"] == "flores":
+            if tfidf_flores is None:
+                return None, None, "", "no TF-IDF FLORES matrix given (--tfidf-flores)"
+            key = _flores_key(col["direction"], lang)
+            if key not in tfidf_flores["pairs"]:
+                return None, None, "", f"no {key!r} pair in the TF-IDF FLORES matrix"
+            return float(tfidf_flores["pairs"][key]), tfidf_flores["sentences"], who, ""
+        if tfidf_tatoeba is None:
+            return None, None, "", "no TF-IDF Tatoeba results given (--tfidf-tatoeba)"
+        res = tfidf_tatoeba["results"].get(lang)
+        if res is None:
+            return None, None, "", f"{lang} is not among the languages of the TF-IDF Tatoeba results"
+        return float(res["error"]), res.get("n"), who, ""
+    label = VARIANTS[col["ngrams"]][1]
+    if m is None:
+        return None, None, "", f"not trained (no {label} model for the pair)"
+    name = m["name"]
+    if col["task"] == "flores":
+        sim = m.get("similarity")
+        if sim is None:
+            return None, None, "", f"not evaluated (no similarity file of {name})"
+        which = "similarity" if col["system"] == "ours" else "init"
+        matrix = sim.get(which)
+        if matrix is None:
+            return None, None, "", f"no 'init' matrix in the similarity file of {name}"
+        key = _flores_key(col["direction"], lang)
+        if key not in matrix["pairs"]:
+            return None, None, "", f"no {key!r} pair in the {which!r} matrix of {name}"
+        return float(matrix["pairs"][key]), matrix["sentences"], name, ""
+    key = "tatoeba" if col["system"] == "ours" else "tatoeba_init"
+    results = m.get(key)
+    if results is None:
+        return None, None, "", f"not evaluated (no {key} file of {name})"
+    res = results["results"].get(lang)
+    if res is None:
+        return None, None, "", f"{lang} is not among the languages of the {key} results of {name}"
+    return float(res["error"]), res.get("n"), name, ""
+
+
+def pairs_rows(models: Sequence[Mapping], tfidf_flores: Mapping | None = None,
+               tfidf_tatoeba: Mapping | None = None) -> list[dict]:
+    """One row per trained pair (in the models' order), ``row`` ``eng-xx``, ``lang`` xx, over
+    :func:`pairs_columns`: ``values`` (error %; for ``flores.sentences`` / ``tatoeba.n`` the sentences behind
+    the row's values), ``n`` (sentences), ``models`` (the model, ``TF-IDF`` or "") and ``missing``: column
+    -> why it is empty. ``tfidf_flores``: a similarity error matrix over the data's languages;
+    ``tfidf_tatoeba``: Tatoeba results. ValueError when the values of a row are on different numbers of
+    sentences (then not on the same sentences)."""
+    models = list(models)
+    _check_models(models)
+    check_matrix(tfidf_flores, "TF-IDF FLORES matrix")
+    check_tatoeba(tfidf_tatoeba, "TF-IDF Tatoeba results")
+    cols = pairs_columns(models)
+    rows = []
+    for lang in dict.fromkeys(m["pair"][1] for m in models):
+        by_ngrams = {m["ngrams"]: m for m in models if m["pair"][1] == lang}
+        row = {"row": f"eng-{lang}", "lang": lang, "values": {}, "n": {}, "models": {}, "missing": {}}
+        sizes: dict[str, dict[str, int]] = {"flores": {}, "tatoeba": {}}
+        for col in cols:
+            if col["system"] is None:
+                continue
+            value, n, who, why = _pair_value(col, lang, by_ngrams.get(col["ngrams"]), tfidf_flores, tfidf_tatoeba)
+            c = col["column"]
+            row["values"][c], row["n"][c], row["models"][c] = value, n, who
+            if value is None:
+                row["missing"][c] = why
+            elif n is not None:
+                sizes[col["task"]][f"{col['header']} ({who})"] = n
+        for task, c in (("flores", "flores.sentences"), ("tatoeba", "tatoeba.n")):
+            found = set(sizes[task].values())
+            if len(found) > 1:
+                raise ValueError(f"eng-{lang}: the {task} errors are on different numbers of sentences "
+                                 f"{sizes[task]}: not the same sentences")
+            row["values"][c] = row["n"][c] = next(iter(found)) if found else None
+            row["models"][c] = ""
+        rows.append(row)
+    return rows
+
+
+def pairs_csv_lines(rows: Sequence[Mapping], cols: Sequence[Mapping]) -> list[dict]:
+    """One line per (row, value column): ``task`` flores / tatoeba, ``system`` ``ours.uni``, ``init.uni_bi``,
+    ``tfidf``..., ``direction`` of the search (``eng-fra``: English queries, fra candidates), ``value`` the
+    error (%; empty when there is none, with ``note`` saying why), ``n`` the sentences behind it."""
+    lines = []
+    for row in rows:
+        lang = row["lang"]
+        for col in cols:
+            if col["system"] is None:
+                continue
+            c = col["column"]
+            system = col["system"] if col["ngrams"] is None else f"{col['system']}.{VARIANTS[col['ngrams']][0]}"
+            direction = _flores_key(col["direction"], lang) if col["task"] == "flores" else f"{lang}-eng"
+            lines.append({"row": row["row"], "column": c, "task": col["task"], "system": system,
+                          "direction": direction, "value": _round(row["values"][c]), "unit": "error (%)",
+                          "n": row["n"][c], "model": row["models"][c], "note": row["missing"].get(c, "")})
+    return lines
+
+
+def _pairs_notes() -> str:
+    return "\n".join([
+        "- Error (%) of nearest-neighbour search (cosine): a query is an error when its nearest neighbour is not "
+        "its translation; lower is better. Not a table of the paper: the pairs we trained, on our data.",
+        "- **FLORES** (held-out lines, xsim): en→xx: the English lines search among the xx lines (`eng-xx` of the "
+        "similarity matrix), xx→en the reverse (`xx-eng`); sentences: the held-out lines behind the row's FLORES "
+        "values (all on the same lines).",
+        "- **Tatoeba**: xx→eng, the xx sentences search among the English ones; n: the sentences of the test set.",
+        "- uni. / uni. + bi.: our models with unigrams / unigrams and bigrams; init: the same model at its random "
+        "initialization; TF-IDF: character n-gram TF-IDF vectors on the same sentences (no learning).",
+        "- – = no value (listed below with the reason), never 0."])
+
+
+def _pairs_model_list(models: Sequence[Mapping]) -> str:
+    lines = []
+    for m in models:
+        sim = m.get("similarity")
+        flores = "none" if sim is None else "model and init" if sim.get("init") is not None else "model only"
+        tatoeba = [k for k in ("tatoeba", "tatoeba_init") if m.get(k) is not None]
+        desc = f" — {m['description']}" if m.get("description") else ""
+        lines.append(f"- `{m['name']}`{desc}: eng-{m['pair'][1]}, {VARIANTS[m['ngrams']][1]} (ngrams "
+                     f"{m['ngrams']}); FLORES similarity: {flores}; Tatoeba: {', '.join(tatoeba) or 'none'}")
+    return "\n".join(lines)
+
+
+def write_pairs(rows: Sequence[Mapping], md_path, csv_path, run_name: str, models: Sequence[Mapping]) -> list[Path]:
+    """``md_path``: the pairs table (one row per pair, :func:`pairs_columns`), its empty cells and why, our
+    models; ``csv_path``: :func:`pairs_csv_lines`. Returns the paths."""
+    rows, models = list(rows), list(models)
+    cols = pairs_columns(models)
+    md_path, csv_path = Path(md_path), Path(csv_path)
+    with atomic_output(csv_path) as f:
+        writer = csv.DictWriter(f, fieldnames=PAIRS_CSV_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: fmt2(line[k], missing="") for k in PAIRS_CSV_FIELDS}
+                         for line in pairs_csv_lines(rows, cols))
+    headers = {c["column"]: c["header"] for c in cols}
+    with atomic_output(md_path) as f:
+        f.write(f"# {PAPER} — {PAIRS_TITLE}, run `{run_name}`\n\n" + _pairs_notes() + "\n\n")
+        f.write("| pair | " + " | ".join(c["header"] for c in cols) + " |\n")
+        f.write("|---|" + "---:|" * len(cols) + "\n")
+        for row in rows:
+            # errors with 2 decimals, the sentence counts (int) as they are
+            f.write(f"| {row['row']} | " + " | ".join(_num(row["values"][c["column"]]) for c in cols) + " |\n")
+        missing = []
+        for row in rows:
+            by_reason: dict[str, list[str]] = {}
+            for c, why in row["missing"].items():
+                by_reason.setdefault(why, []).append(headers[c])
+            missing += [f"- {row['row']}: {', '.join(cs)} — {why}" for why, cs in by_reason.items()]
+        if missing:
+            f.write("\n### Empty cells\n\n" + "\n".join(missing) + "\n")
+        f.write("\n### Our models\n\n" + _pairs_model_list(models) + "\n")
+    return [md_path, csv_path]
+
+
+# ---- all the tables ----------------------------------------------------------------------------------------
+def _has_retrieval(m: Mapping) -> bool:
+    return any(any(v is not None for v in (m.get(k) or {}).values()) for k in RESULT_KEYS)
+
+
 def write_tables(models: Sequence[Mapping], out_dir, run_name: str, identical: Mapping | None = None,
-                 tfidf: Mapping | None = None) -> list[Path]:
-    """``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv`` in ``out_dir``; every table's rows are
-    built (and every input checked) before the first file is written."""
+                 tfidf: Mapping | None = None, tfidf_flores: Mapping | None = None,
+                 tfidf_tatoeba: Mapping | None = None) -> list[Path]:
+    """``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv`` in ``out_dir`` when some model has word
+    or sentence results (MUSE / Europarl evaluated), ``pairs.md/.csv`` when some model has a similarity file;
+    what is not written is said in the log; ValueError when neither. Every table's rows are built (and every
+    input, baselines included, checked) before the first file is written."""
     out_dir = Path(out_dir)
-    built = {t: table_rows(t, models, identical, tfidf) for t in TABLES}
+    models = list(models)
+    _check_models(models)
+    _check_baseline(identical, "words", "identical-strings baseline")
+    _check_baseline(tfidf, "sentences", "TF-IDF baseline")
+    check_matrix(tfidf_flores, "TF-IDF FLORES matrix")
+    check_tatoeba(tfidf_tatoeba, "TF-IDF Tatoeba results")
+    retrieval = any(_has_retrieval(m) for m in models)
+    similarity = any(m.get("similarity") is not None for m in models)
+    if not retrieval and not similarity:
+        raise ValueError("nothing to report: no model has word or sentence results (Tables 1, 3, 4) nor a "
+                         "similarity file (pairs)")
+    built = {t: table_rows(t, models, identical, tfidf) for t in TABLES} if retrieval else {}
+    pairs = pairs_rows(models, tfidf_flores, tfidf_tatoeba) if similarity else None
     paths = []
-    for t in TABLES:
-        paths += write_table(t, built[t], out_dir / f"table{t}.md", out_dir / f"table{t}.csv", run_name, models)
+    if retrieval:
+        for t in TABLES:
+            paths += write_table(t, built[t], out_dir / f"table{t}.md", out_dir / f"table{t}.csv", run_name, models)
+    else:
+        log.info("bisent2vec-tables: Tables 1, 3, 4 not written: no model has word translation or sentence "
+                 "retrieval results (MUSE / Europarl not evaluated)")
+    if pairs is not None:
+        paths += write_pairs(pairs, out_dir / "pairs.md", out_dir / "pairs.csv", run_name, models)
+    else:
+        log.info("bisent2vec-tables: pairs.md not written: no model has a similarity file")
     return paths
 
 
@@ -537,6 +843,28 @@ def load_results(path, kind: str, direction: str | None = None, baseline: bool =
     return data
 
 
+def load_checked(path, check, what: str):
+    """The JSON of ``path`` (None for None), checked by ``check(data, what_and_path)``; ValueError naming
+    the file otherwise."""
+    from laser_repro.core.textio import read_json
+
+    if path is None:
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{what} {path}: {e}") from e
+    check(data, f"{what} {path}")
+    return data
+
+
+def _path(spec: Mapping, key: str):
+    path = spec.get(key)
+    if path is not None and not isinstance(path, str):
+        raise ValueError(f"--models entry {spec.get('name')!r} {key!r}: expected a path or null, got {path!r}")
+    return path
+
+
 def load_models(specs: Sequence[Mapping]) -> list[dict]:
     """``--models`` entries (result values are paths or null) -> :func:`table_rows`'s models."""
     models = []
@@ -552,6 +880,9 @@ def load_models(specs: Sequence[Mapping]) -> list[dict]:
             if not isinstance(paths, Mapping):
                 raise ValueError(f"--models entry {spec.get('name')!r} {key!r}: expected {{direction: path}}")
             model[key] = {d: load_results(p, key.split("_")[0], d) for d, p in paths.items()}
+        model["similarity"] = load_checked(_path(spec, "similarity"), check_similarity, "similarity file")
+        for key in ("tatoeba", "tatoeba_init"):
+            model[key] = load_checked(_path(spec, key), check_tatoeba, f"{key} file")
         models.append(model)
     return models
 
@@ -580,7 +911,10 @@ def cmd_tables(a):
         models = load_models(specs)
         identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
         tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
-        paths = write_tables(models, a.out_dir, a.run_name, identical or None, tfidf or None)
+        tfidf_flores = load_checked(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")
+        tfidf_tatoeba = load_checked(a.tfidf_tatoeba, check_tatoeba, "TF-IDF Tatoeba results")
+        paths = write_tables(models, a.out_dir, a.run_name, identical or None, tfidf or None, tfidf_flores,
+                             tfidf_tatoeba)
     except (OSError, ValueError) as e:
         raise SystemExit(f"bisent2vec-tables: {e}") from e
     for path in paths:
@@ -590,16 +924,26 @@ def cmd_tables(a):
 def add_cli(sub) -> None:
     s = sub.add_parser("bisent2vec-tables",
                        help="Sabet et al. 2019 (Bi-Sent2Vec) Tables 1, 3, 4: our word and sentence retrieval P@1 "
-                            "beside the paper's, with the random-init and non-learned baselines")
+                            "beside the paper's, with the random-init and non-learned baselines; and pairs.md: "
+                            "FLORES held-out xsim and Tatoeba error of every trained pair")
     s.add_argument("--models", required=True, metavar="JSON",
                    help='a JSON list (or a file holding it): [{"name", "description", "pair": ["eng", "fra"], '
                         '"ngrams": 1 or 2, "words": {"eng-fra": PATH, "fra-eng": PATH}, "words_init": {...}, '
-                        '"sentences": {...}, "sentences_init": {...}}, ...]; a path may be null (not evaluated)')
+                        '"sentences": {...}, "sentences_init": {...}, "similarity": PATH ({"similarity": M, '
+                        '"init": M} on the FLORES held-out lines), "tatoeba": PATH, "tatoeba_init": PATH}, ...]; '
+                        'a path may be null or the key absent (not evaluated)')
     s.add_argument("--identical-strings", action="append", metavar="DIRECTION=PATH",
                    help="the identical-strings word translation baseline's results for one direction, e.g. "
                         "eng-fra=ident.json (repeat per direction)")
     s.add_argument("--tfidf", action="append", metavar="DIRECTION=PATH",
                    help="the TF-IDF sentence retrieval baseline's results for one direction (repeat per direction)")
-    s.add_argument("--out-dir", required=True, help="writes table1.md/.csv, table3.md/.csv, table4.md/.csv")
+    s.add_argument("--tfidf-flores", metavar="PATH",
+                   help="pairs table: the TF-IDF baseline's similarity error matrix on the same FLORES held-out "
+                        "lines, over the data's languages (laser-repro nway-tfidf)")
+    s.add_argument("--tfidf-tatoeba", metavar="PATH",
+                   help="pairs table: the TF-IDF baseline's Tatoeba results, xx->eng (laser-repro retrieval --tfidf)")
+    s.add_argument("--out-dir", required=True,
+                   help="writes table1.md/.csv, table3.md/.csv, table4.md/.csv (when some model has word or "
+                        "sentence results) and pairs.md/.csv (when some model has a similarity file)")
     s.add_argument("--run-name", required=True)
     s.set_defaults(func=cmd_tables)

@@ -90,7 +90,7 @@ def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_pa
                 f"in the other language is not their translation. Every model trained on the other lines of the "
                 f"same FLORES files. **init**: the same model at update 0 (same seed); **TF-IDF**: character "
                 f"1–4-gram TF-IDF of the raw sentences (no learning). –: the model has no encoder for the "
-                f"language (a fixed target of a 1:1 system).\n\n")
+                f"language (a fixed target of a 1:1 system, a pair without a Bi-Sent2Vec model).\n\n")
         for name, m in models.items():
             f.write(f"- **{name}** ({m['family']}): {m.get('description') or name}\n")
         f.write("\n| lang | name | " + " | ".join(columns) + " |\n")
@@ -101,13 +101,31 @@ def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_pa
                     + " |\n")
 
 
-def _named(items: Sequence[str], option: str) -> dict[str, str]:
-    out = {}
+def _named(items: Sequence[str], option: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep or not name:
             raise SystemExit(f"{option} {item!r}: expected NAME=JSON")
-        out[name] = path
+        out.setdefault(name, []).append(path)
+    return out
+
+
+def merge_matrices(scores: Sequence[Mapping], paths: Sequence[str]) -> dict:
+    """One column from the models of one language pair each (Bi-Sent2Vec, as its paper reports them): the
+    union of their similarity (and init) pairs, which must not overlap, on the same number of sentences."""
+    out: dict = {}
+    for system in ("similarity", "init"):
+        pairs: dict = {}
+        sentences = {s[system]["sentences"] for s in scores}
+        if len(sentences) > 1:
+            raise SystemExit(f"compare-flores: {', '.join(paths)} were scored on different numbers of sentences")
+        for score, path in zip(scores, paths):
+            twice = set(pairs) & set(score[system]["pairs"])
+            if twice:
+                raise SystemExit(f"compare-flores: {path} scores {sorted(twice)} again (one model per pair in a column)")
+            pairs.update(score[system]["pairs"])
+        out[system] = {"pairs": pairs, "sentences": sentences.pop()}
     return out
 
 
@@ -118,7 +136,12 @@ def cmd_compare(a) -> None:
     files = {**_named(a.laser, "--laser"), **_named(a.similarity, "--similarity")}
     if set(files) != set(specs):
         raise SystemExit(f"compare-flores: --models names {sorted(specs)} but scores for {sorted(files)}")
-    models = {name: (specs[name]["family"], read_json(files[name])) for name in specs}
+    models = {}
+    for name in specs:
+        if len(files[name]) > 1 and specs[name]["family"] == "laser":
+            raise SystemExit(f"compare-flores: --laser {name} given {len(files[name])} times")
+        scores = [read_json(path) for path in files[name]]
+        models[name] = (specs[name]["family"], scores[0] if len(scores) == 1 else merge_matrices(scores, files[name]))
     rows = compare_rows(models, read_json(a.tfidf), a.langs)
     write_table(rows, specs, a.md, a.csv, run_name=a.run_name, heldout=a.heldout)
 
@@ -127,7 +150,8 @@ def add_cli(sub) -> None:
     s = sub.add_parser("compare-flores", help="one FLORES xsim table for models of several families on the same split")
     s.add_argument("--laser", nargs="*", default=[], metavar="NAME=JSON", help="a LASER model's flores-xsim scores")
     s.add_argument("--similarity", nargs="*", default=[], metavar="NAME=JSON",
-                   help="the similarity scores of a model of another family (multienc, labse)")
+                   help="the similarity scores of a model of another family (multienc, labse, bisent2vec); "
+                        "a NAME given several times is one column of per-pair models (Bi-Sent2Vec)")
     s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
     s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
     s.add_argument("--langs", nargs="+", required=True)

@@ -68,3 +68,43 @@ rule model_curves_plot:
     shell:
         logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
                " --family {params.family:q} --output {output:q}")
+
+
+rule model_tatoeba:  # xx -> eng retrieval on the Tatoeba test set (LaBSE, Bi-Sent2Vec): the model and update 0
+    input:
+        encoder="results/{run}/models/{model}/{encoder}.pt",
+        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in PLAN.model_tatoeba_languages(w.model)],
+        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in PLAN.model_tatoeba_languages(w.model)],
+    output:
+        "results/{run}/models/{model}/tatoeba_{encoder}.json",
+    log:
+        "results/{run}/logs/{model}/tatoeba_{encoder}.log",
+    wildcard_constraints:
+        model=alternatives([*LABSE, *BISENT2VEC]),
+        encoder="encoder|encoder_init",
+    params:
+        langs=lambda w: PLAN.model_tatoeba_languages(w.model),
+        keep_case=lambda w: "" if NWAY[FAMILY_MODELS[w.model]["data"]]["lowercase"] else "--keep-case",
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} --langs {params.langs:q}"
+               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
+
+
+rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (every language a model is scored on)
+    input:
+        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in family_tatoeba_languages()],
+        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in family_tatoeba_languages()],
+    output:
+        "results/{run}/tatoeba_tfidf.json",
+    log:
+        "results/{run}/logs/tatoeba_tfidf.log",
+    params:
+        langs=lambda w: family_tatoeba_languages(),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+               " --eng {input.eng:q} --output {output:q}")

@@ -1,9 +1,9 @@
 # Family labse (Feng et al. 2020): a WordPiece vocabulary learned on the N-way training lines (language
 # smoothing), optional MLM + TLM pre-training (shared by the models that pre-train alike), the dual
 # encoder with the bidirectional additive-margin loss -- both stages through the shared launcher
-# (torchrun / srun, preemption, resume with the fingerprint check); Tatoeba retrieval (xx -> eng) of
-# the model, the model at update 0 and TF-IDF on the same sentences, and UN P@1 (evaluation.un);
-# the paper's Table 2.
+# (torchrun / srun, preemption, resume with the fingerprint check); UN P@1 (evaluation.un) of the model,
+# the model at update 0 and TF-IDF on the same sentences (Tatoeba: model_tatoeba, encoders.smk); the
+# paper's Table 2.
 rule labse_vocab:
     input:
         lambda w: [f"{RUN}/nway/{w.data}/tok/train.{lang}" for lang in NWAY[w.data]["languages"]],
@@ -91,46 +91,6 @@ rule labse_train:
                keys=["models", "nway_data"])
 
 
-rule labse_tatoeba:  # xx -> eng retrieval on the Tatoeba test set: the model and the model at update 0
-    input:
-        encoder="results/{run}/models/{model}/{encoder}.pt",
-        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in labse_tatoeba_languages()],
-        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in labse_tatoeba_languages()],
-    output:
-        "results/{run}/models/{model}/tatoeba_{encoder}.json",
-    log:
-        "results/{run}/logs/{model}/tatoeba_{encoder}.log",
-    wildcard_constraints:
-        model=alternatives(LABSE),
-        encoder="encoder|encoder_init",
-    params:
-        langs=lambda w: labse_tatoeba_languages(),
-        keep_case=lambda w: "" if NWAY[LABSE[w.model]["data"]]["lowercase"] else "--keep-case",
-    threads: 2
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} --langs {params.langs:q}"
-               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
-
-
-rule labse_tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences
-    input:
-        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in labse_tatoeba_languages()],
-        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in labse_tatoeba_languages()],
-    output:
-        "results/{run}/labse_tatoeba_tfidf.json",
-    log:
-        "results/{run}/logs/labse_tatoeba_tfidf.log",
-    params:
-        langs=lambda w: labse_tatoeba_languages(),
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
-               " --eng {input.eng:q} --output {output:q}")
-
-
 rule labse_un:  # UN retrieval P@1 (= 100 - error): each sentence's English translation among all English ones
     input:
         encoder="results/{run}/models/{model}/{encoder}.pt",
@@ -175,7 +135,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
     input:
         tatoeba=lambda w: [f"{RUN}/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_tatoeba_languages() else [],
-        tfidf=lambda w: [f"{RUN}/labse_tatoeba_tfidf.json"] if labse_tatoeba_languages() else [],
+        tfidf=lambda w: [f"{RUN}/tatoeba_tfidf.json"] if labse_tatoeba_languages() else [],
         un=lambda w: [f"{RUN}/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_un() else [],
         un_tfidf=lambda w: [f"{RUN}/labse_un_tfidf.json"] if labse_un() else [],

@@ -1,0 +1,188 @@
+# Family bisent2vec (Sabet et al. 2019): one model per language pair on the Moses-tokenised lines of an
+# nway_data entry -- a word vocabulary per pair (shared by its uni. and uni. + bi. models), training
+# through the shared launcher (one process, hogwild threads; preemption, resume) -- then, beside the
+# generic rules of encoders.smk (FLORES similarity, curves) and model_tatoeba: MUSE word translation
+# (evaluation.muse_words), Europarl sentence retrieval (evaluation.europarl) with their baselines, and
+# the paper's tables.
+rule bisent2vec_vocab:
+    input:
+        lambda w: [f"{RUN}/nway/{w.data}/tok/train.{lang}" for lang in (w.l1, w.l2)],
+    output:
+        "results/{run}/nway/{data}/bisent2vec_vocab/{l1}-{l2}.min{min_count}.max{max_size}.json",
+    log:
+        "results/{run}/logs/nway/{data}/bisent2vec_vocab_{l1}-{l2}.min{min_count}.max{max_size}.log",
+    benchmark:
+        "results/{run}/benchmarks/nway/{data}/bisent2vec_vocab_{l1}-{l2}.min{min_count}.max{max_size}.tsv"
+    wildcard_constraints:
+        l1="[a-z]{3}",
+        l2="[a-z]{3}",
+        min_count=r"\d+",
+        max_size=r"\d+",
+    resources:
+        mem_mb=16000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro bisent2vec-vocab --langs {wildcards.l1:q} {wildcards.l2:q} --texts {input:q}"
+               " --min-count {wildcards.min_count:q} --max-size {wildcards.max_size:q} --output {output:q}")
+
+
+rule bisent2vec_train:
+    input:
+        text=lambda w: bisent2vec_text(w.model),
+        vocab=lambda w: bisent2vec_vocab_file(w.model),
+    output:
+        final="results/{run}/models/{model}/checkpoint_final.pt",
+        initial="results/{run}/models/{model}/checkpoint_init.pt",
+        curves="results/{run}/models/{model}/curves.json",
+    log:
+        "results/{run}/logs/{model}/train.log",
+    benchmark:
+        "results/{run}/benchmarks/{model}/train.tsv"
+    wildcard_constraints:
+        model=alternatives(BISENT2VEC),
+    params:
+        data=lambda w: f"{RUN}/nway/{BISENT2VEC[w.model]['data']}",
+        save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
+        settings=lambda w, input: shell_quote_json(PLAN.bisent2vec_settings(w.model, vocab=input.vocab)),
+        launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
+    threads: workflow.cores
+    resources:
+        mem_mb=16000,
+        runtime=7200,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro train --family bisent2vec --data {params.data:q} --save-dir {params.save_dir:q}"
+               " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
+               " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
+               keys=["models", "nway_data"])
+
+
+rule bisent2vec_words:  # MUSE word translation P@1 (NN, CSLS) of one direction: the model, update 0, identical strings
+    input:
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
+        dictionary=lambda w: muse_dictionary(w.src, w.tgt),
+    output:
+        model="results/{run}/models/{model}/words_{src}-{tgt}_encoder.json",
+        init="results/{run}/models/{model}/words_{src}-{tgt}_encoder_init.json",
+        identical="results/{run}/models/{model}/words_{src}-{tgt}_identical.json",
+    log:
+        "results/{run}/logs/{model}/words_{src}-{tgt}.log",
+    wildcard_constraints:
+        model=alternatives(BISENT2VEC),
+        src="[a-z]{3}",
+        tgt="[a-z]{3}",
+    params:
+        max_target=lambda w: EVAL["muse_words"]["max_target"],
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro word-translation --encoder {input.encoder:q} {input.init:q}"
+               " --output {output.model:q} {output.init:q} --identical-strings {output.identical:q}"
+               " --src {wildcards.src:q} --tgt {wildcards.tgt:q} --dictionary {input.dictionary:q}"
+               " --max-target {params.max_target:q} --threads {threads}")
+
+
+rule bisent2vec_europarl:  # Europarl sentence retrieval P@1 (MUSE's protocol) of one direction: model, update 0, TF-IDF
+    input:
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
+        src=lambda w: europarl_file(w.src, w.tgt, w.src),
+        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
+    output:
+        model="results/{run}/models/{model}/europarl_{src}-{tgt}_encoder.json",
+        init="results/{run}/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
+        tfidf="results/{run}/models/{model}/europarl_{src}-{tgt}_tfidf.json",
+    log:
+        "results/{run}/logs/{model}/europarl_{src}-{tgt}.log",
+    wildcard_constraints:
+        model=alternatives(BISENT2VEC),
+        src="[a-z]{3}",
+        tgt="[a-z]{3}",
+    params:
+        sizes=lambda w: europarl_sizes(),
+    threads: 2
+    resources:
+        mem_mb=16000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q}"
+               " --output {output.model:q} {output.init:q} --tfidf {output.tfidf:q} --src {wildcards.src:q}"
+               " --tgt {wildcards.tgt:q} --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.sizes}"
+               " --threads {threads}")
+
+
+rule download_muse_dictionary:
+    output:
+        "resources/muse/dictionaries/{src}-{tgt}.5000-6500.txt",
+    log:
+        "results/logs/downloads/muse_{src}-{tgt}.log",
+    wildcard_constraints:
+        src="[a-z]{2}",
+        tgt="[a-z]{2}",
+    params:
+        url=lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt),
+        retries=EVAL.get("retries", 5),
+        sources=downloaded_from(lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt)),
+    shell:
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
+               keys=["evaluation.muse_words.url"], sources=True)
+
+
+rule download_europarl:
+    output:
+        "resources/europarl/{xx}-en.tgz",
+    log:
+        "results/logs/downloads/europarl_{xx}-en.log",
+    wildcard_constraints:
+        xx="[a-z]{2}",
+    params:
+        url=lambda w: EVAL["europarl"]["url"].format(xx=w.xx),
+        sha=lambda w: (f"--sha256 {shlex.quote(EVAL['europarl']['sha256'][f'{w.xx}-en.tgz'])}"
+                       if EVAL["europarl"]["sha256"].get(f"{w.xx}-en.tgz") else ""),
+        retries=EVAL.get("retries", 5),
+        sources=downloaded_from(lambda w: EVAL["europarl"]["url"].format(xx=w.xx)),
+    shell:
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
+               keys=["evaluation.europarl.url"], sources=True)
+
+
+rule extract_europarl:
+    input:
+        "resources/europarl/{xx}-en.tgz",
+    output:
+        "resources/europarl/europarl-v7.{xx}-en.{side}",
+    log:
+        "results/logs/downloads/europarl_{xx}-en.{side}.log",
+    wildcard_constraints:
+        xx="[a-z]{2}",
+        side="[a-z]{2}",
+    params:
+        member=lambda w: EVAL["europarl"]["member"].format(xx=w.xx, side=w.side),
+    shell:
+        logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
+
+
+rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are configured) and the pairs table
+    input:
+        unpack(bisent2vec_table_inputs),
+    output:
+        [f"results/tables/{{run}}/bisent2vec_2019/{t}.{ext}" for t in bisent2vec_tables() for ext in ("md", "csv")],
+    log:
+        "results/{run}/logs/bisent2vec_tables.log",
+    params:
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+        models=lambda w: shell_quote_json(bisent2vec_table_models()),
+        baselines=lambda w, input: bisent2vec_baseline_args(input),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro bisent2vec-tables --models {params.models} {params.baselines} --out-dir {params.out_dir:q}"
+               " --run-name {wildcards.run:q}")
+
+
+localrules: download_muse_dictionary, download_europarl, extract_europarl
