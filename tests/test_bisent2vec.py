@@ -49,6 +49,12 @@ def test_sgd_step_loss_and_update_match_autograd_with_fixed_negatives():
     assert loss.item() == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(wi, (ti - lr * ti.grad).detach().numpy(), atol=1e-12)
     np.testing.assert_allclose(wo, (to - lr * to.grad).detach().numpy(), atol=1e-12)
+    # CBOW's step (the benchmark's anchor): every context row moves by the hidden gradient, m times the above
+    wi2, wo2 = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    a, b = wi2.copy(), wi2.copy()
+    kernel.sgd_step(a, wo2.copy(), context, 3, target, negatives, lr, np.empty(4), np.empty(4))
+    kernel.sgd_step(b, wo2.copy(), context, 3, target, negatives, lr, np.empty(4), np.empty(4), False)
+    np.testing.assert_allclose(b - wi2, 3 * (a - wi2), atol=1e-12)
 
 
 def test_context_masks_the_target_and_hashes_bigrams():

@@ -1,5 +1,6 @@
 """Several model families through the real Snakemake on the toy data (tests/toy/compare.yaml): a LASER
-model, two Schwenk & Douze models (family multienc) and a pre-trained LaBSE (family labse) trained on
+model, two Schwenk & Douze models (family multienc), a pre-trained LaBSE (family labse) and an en-fr
+Bi-Sent2Vec (family bisent2vec, with MUSE word translation and Europarl retrieval) trained on
 the same FLORES-style split, the N-way data stage, the similarity error with its baselines, paper 004's
 Tables 1-4, paper 003's Table 2, the comparison table, provenance and lineage, and a rerun with nothing
 to do. Also the dry runs of the family
@@ -22,7 +23,7 @@ VENV_BIN = sys.executable.rsplit("/", 1)[0]
 
 @pytest.fixture(scope="module")
 def families(tmp_path_factory):
-    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc", "labse")
+    toy = run_toy(tmp_path_factory, "toy_compare", TOY_COMPARE, "compare", "multienc", "labse", "bisent2vec")
     assert toy.proc.returncode == 0, toy.proc.stdout[-6000:] + toy.proc.stderr[-6000:]
     return toy.workdir, toy.args
 
@@ -80,7 +81,8 @@ def test_compare_table_puts_the_families_side_by_side(families):
     md = (tables / "compare_flores.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| lang |"))
     assert header.split(" | ")[2:] == ["base", "base init", "toy_last", "toy_last init", "toy_all",
-                                       "toy_all init", "toy_labse", "toy_labse init", "TF-IDF |"]
+                                       "toy_all init", "toy_labse", "toy_labse init", "bisent2vec_uni_bi",
+                                       "bisent2vec_uni_bi init", "TF-IDF |"]
     rows = list(csv.DictReader(open(tables / "compare_flores.csv", encoding="utf-8")))
     cells = {(r["language"], r["system"]): r for r in rows}
     assert {lang for lang, _ in cells} == {"avg", "fra", "spa", "rus", "ara", "cmn"}
@@ -89,6 +91,38 @@ def test_compare_table_puts_the_families_side_by_side(families):
     assert float(cells[("rus", "base")]["en_xx"]) == laser["model"]["heldout"]["rus"]["en_xx"]
     every = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "similarity.json").read_text())
     assert float(cells[("rus", "toy_all")]["xx_en"]) == round(every["similarity"]["pairs"]["rus-eng"], 2)
+    # Bi-Sent2Vec: one column of per-pair models (here only en-fr): the other languages have no model
+    b2v = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_b2v" / "similarity.json").read_text())
+    assert float(cells[("fra", "bisent2vec_uni_bi")]["en_xx"]) == round(b2v["similarity"]["pairs"]["eng-fra"], 2)
+    assert cells[("spa", "bisent2vec_uni_bi")]["en_xx"] == ""
+
+
+def test_bisent2vec_trains_evaluates_and_fills_its_tables(families):
+    """Bi-Sent2Vec on the toy data: the pair's vocabulary, training through the launcher, the encoder
+    file, MUSE word translation and Europarl retrieval in both directions beside update 0 and the
+    non-learned baselines on the same queries, Tatoeba, the paper's Tables 1/3/4 and the pairs table."""
+    workdir, _ = families
+    run = workdir / "results" / "toy_compare"
+    vocab = json.loads((run / "nway" / "toy" / "bisent2vec_vocab" / "eng-fra.min1.max750000.json").read_text())
+    assert vocab["languages"] == ["eng", "fra"] and vocab["words"][0] == "<PLACEHOLDER>"
+    status = json.loads((run / "models" / "toy_b2v" / "checkpoints" / "train_status.json").read_text())
+    assert status["family"] == "bisent2vec" and status["status"] == "completed" and status["num_updates"] == 20 * 340
+    encoder = torch.load(run / "models" / "toy_b2v" / "encoder.pt", weights_only=True)
+    assert encoder["family"] == "bisent2vec" and encoder["bigrams"].shape == (1000, 16)
+    for direction in ("eng-fra", "fra-eng"):
+        words = json.loads((run / "models" / "toy_b2v" / f"words_{direction}_encoder.json").read_text())
+        assert set(words["results"]) == {"nn", "csls_knn_10"} and words["results"]["nn"]["n"] == 24
+        same = json.loads((run / "models" / "toy_b2v" / f"words_{direction}_identical.json").read_text())
+        assert same["results"]["identical_strings"]["n"] == 24
+        sentences = json.loads((run / "models" / "toy_b2v" / f"europarl_{direction}_encoder_init.json").read_text())
+        assert sentences["results"]["nn"]["n_queries"] == 20 and sentences["results"]["nn"]["n_keys"] == 100
+    tables = workdir / "results" / "tables" / "toy_compare" / "bisent2vec_2019"
+    table1 = (tables / "table1.md").read_text()
+    assert "89.3" in table1 and "`toy_b2v`" in table1 and "Identical strings" in table1  # the paper's en-fr NN
+    assert "84.0" in (tables / "table3.md").read_text()  # the paper's en-de -> with CSLS, uni. + bi.
+    pairs = (tables / "pairs.md").read_text()
+    assert "eng-fra" in pairs or "en-fr" in pairs
+    assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_b2v.png").stat().st_size > 10000
 
 
 def test_labse_pretrains_trains_and_fills_table2(families):
@@ -153,7 +187,7 @@ def test_lineage_and_rerun(families):
         assert step in proc.stdout
     rec = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "checkpoint_final.pt.prov.json").read_text())
     assert rec["runtime"]["family"] == "multienc" and rec["config"]["models"]["toy_all"]["paths"]["targets"] == "all"
-    proc = run_snakemake(*args, "compare", "multienc", "labse", "-n")
+    proc = run_snakemake(*args, "compare", "multienc", "labse", "bisent2vec", "-n")
     assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
 
 
@@ -168,9 +202,12 @@ def _job_counts(out: str) -> dict:
 
 @pytest.mark.parametrize("config, trained", [("config/schwenk_douze_2017.yaml", {"multienc_train": 31}),
                                              ("config/schwenk_douze_small.yaml", {"multienc_train": 5}),
-                                             ("config/compare.yaml", {"multienc_train": 1, "laser_train": 1, "labse_train": 1}),
+                                             ("config/compare.yaml", {"multienc_train": 1, "laser_train": 1, "labse_train": 1,
+                                                                     "bisent2vec_train": 5}),
                                              ("config/labse_small.yaml", {"labse_train": 3, "labse_pretrain": 1}),
-                                             ("config/labse_2020.yaml", {"labse_train": 4, "labse_pretrain": 1})])
+                                             ("config/labse_2020.yaml", {"labse_train": 4, "labse_pretrain": 1}),
+                                             ("config/bisent2vec_small.yaml", {"bisent2vec_train": 14}),
+                                             ("config/bisent2vec_2019.yaml", {"bisent2vec_train": 14})])
 def test_family_configs_dry_run(config, trained, tmp_path):
     """Offline, data_root null: each config plans its downloads from the real URLs (the UN corpus in
     4 parts, joined), every system of its paper, and the comparison."""
@@ -182,6 +219,13 @@ def test_family_configs_dry_run(config, trained, tmp_path):
     if "labse_2020" in config:  # the UN test set (Table 2's UN columns) and every Tatoeba language
         assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("labse_un") == 8
         assert counts.get("download_tatoeba_test") == 224
+    elif "bisent2vec_2019" in config:  # the OPUS pairs, the MUSE dictionaries, Europarl (no ru), Tatoeba
+        assert "https://object.pouta.csc.fi/OPUS-ParaCrawl/v4/moses/en-fr.txt.zip" in out
+        assert "https://object.pouta.csc.fi/OPUS-Tanzil/v1/moses/en-ru.txt.zip" in out
+        assert "https://dl.fbaipublicfiles.com/arrival/dictionaries/hu-en.5000-6500.txt" in out
+        assert "https://www.statmt.org/europarl/v7/fi-en.tgz" in out and "ru-en.tgz" not in out
+        assert counts.get("bisent2vec_vocab") == 7 and counts.get("bisent2vec_words") == 28
+        assert counts.get("bisent2vec_europarl") == 24 and counts.get("bisent2vec_tables") == 1
     elif "2017" in config:
         for part in range(4):
             assert f"https://conferences.unite.un.org/uncorpus/Home/DownloadFile?filename=UNv1.0.6way.tar.gz.0{part}" in out
@@ -190,6 +234,6 @@ def test_family_configs_dry_run(config, trained, tmp_path):
     else:
         assert "https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz" in out
     if "compare" in config:
-        assert counts.get("compare_flores") == 1
+        assert counts.get("compare_flores") == 1 and counts.get("bisent2vec_train") == 5
     if "labse_small" in config:  # the two models without pre-training share the vocabulary; no LASER, no multienc
         assert counts.get("labse_vocab") == 1 and counts.get("labse_tables") == 1 and "laser_train" not in counts

@@ -278,9 +278,18 @@ def test_srun_workers_stop_before_the_time_limit_and_resume(slurm_cluster, tmp_p
                 f"--final {final} --threads 1 --stop-before-limit {margin_s} "
                 f"--settings \"$(cat {tmp_path / 'settings.json'})\"; echo exit=$?")
         out = tmp_path / log_name
-        subprocess.run(["sbatch", "--wait", "--quiet", "--ntasks=2", "--cpus-per-task=1", "--mem=3000",
-                        f"--time={limit_minutes}", f"--output={out}", "--wrap", wrap],
-                       env=slurm_cluster.env, timeout=limit_minutes * 60 + 120, check=False)
+        # not `sbatch --wait`: it looks at the job after 2, 10, 42, 74, ... s (its sleep grows x4 up to 32 s),
+        # which noticed the first job's end ~25 s late (CI time). The same wait, squeue every second
+        # (finished jobs stay listed for MinJobAge); COMPLETING counts as running, as for --wait
+        job_id = subprocess.run(["sbatch", "--parsable", "--ntasks=2", "--cpus-per-task=1", "--mem=3000",
+                                 f"--time={limit_minutes}", f"--output={out}", "--wrap", wrap],
+                                env=slurm_cluster.env, capture_output=True, text=True, timeout=60,
+                                check=True).stdout.strip().split(";")[0]
+        deadline = time.monotonic() + limit_minutes * 60 + 120
+        while slurm_cluster.run("squeue", "--noheader", "--states=all", "--jobs", job_id, "--format=%T").strip() in (
+                "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED"):
+            assert time.monotonic() < deadline, f"SLURM job {job_id} still running after {limit_minutes} min + 120 s"
+            time.sleep(1)
         return out.read_text()
 
     first = sbatch(1, 45, "first.out")

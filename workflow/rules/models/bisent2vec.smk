@@ -46,7 +46,7 @@ rule bisent2vec_train:
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
         settings=lambda w, input: shell_quote_json(PLAN.bisent2vec_settings(w.model, vocab=input.vocab)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
-    threads: workflow.cores
+    threads: lambda w: BISENT2VEC[w.model]["train"]["threads"] or workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
@@ -128,6 +128,8 @@ rule download_muse_dictionary:
         url=lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt),
         retries=EVAL.get("retries", 5),
         sources=downloaded_from(lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt)),
+    conda:
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
                keys=["evaluation.muse_words.url"], sources=True)
@@ -146,6 +148,8 @@ rule download_europarl:
                        if EVAL["europarl"]["sha256"].get(f"{w.xx}-en.tgz") else ""),
         retries=EVAL.get("retries", 5),
         sources=downloaded_from(lambda w: EVAL["europarl"]["url"].format(xx=w.xx)),
+    conda:
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
                keys=["evaluation.europarl.url"], sources=True)
@@ -163,6 +167,8 @@ rule extract_europarl:
         side="[a-z]{2}",
     params:
         member=lambda w: EVAL["europarl"]["member"].format(xx=w.xx, side=w.side),
+    conda:
+        "../../envs/laser.yaml"
     shell:
         logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
 

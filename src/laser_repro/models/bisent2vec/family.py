@@ -12,7 +12,7 @@ from typing import Callable, Mapping
 from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily
 
 #: run geometry and logging: a resume may change them (threads: hogwild floats differ anyway)
-PROCESS_KEYS = ("cpu_processes",)
+PROCESS_KEYS = ("cpu_processes", "threads")
 STOPPING_KEYS = ("epochs",)
 LOGGING_KEYS = ("log_interval", "validations_per_epoch", "chunk_pairs")
 

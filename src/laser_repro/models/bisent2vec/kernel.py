@@ -25,6 +25,8 @@ from numba import njit
 BIGRAM_MULTIPLIER = 116049371
 #: |x| above which the sigmoid is taken as 0 or 1 (fastText's MAX_SIGMOID)
 MAX_SIGMOID = 8.0
+#: LLVM may reassociate the float sums (SIMD dot products and row updates); NaN/inf semantics are kept
+FAST = {"reassoc", "nsz", "arcp", "contract"}
 #: stats columns of one thread: loss sums and example counts of both terms, tokens, pairs
 STATS = ("mono_loss", "mono_n", "cross_loss", "cross_n", "tokens", "pairs")
 
@@ -82,10 +84,12 @@ def build_context(tokens, start, stop, masked, out, drop, ngrams, dropout_k, nwo
     return m
 
 
-@njit(cache=True, nogil=True)
-def sgd_step(wi, wo, context, m, target, negatives, lr, hidden, grad):
+@njit(cache=True, nogil=True, fastmath=FAST)
+def sgd_step(wi, wo, context, m, target, negatives, lr, hidden, grad, mean_gradient=True):
     """One example: the logistic loss of ``target`` (label 1) and ``negatives`` (label 0) on the mean
-    of the context rows, and its SGD step. Returns the loss before the step."""
+    of the context rows, and its SGD step. Returns the loss before the step. ``mean_gradient``: every
+    context row moves by the gradient of the mean (Sent2Vec, Bi-Sent2Vec); False: by the hidden gradient
+    itself (word2vec's and fastText's CBOW, only for the speed comparison of scripts/benchmark_bisent2vec.py)."""
     if m == 0:
         return 0.0
     dim = wi.shape[1]
@@ -96,7 +100,7 @@ def sgd_step(wi, wo, context, m, target, negatives, lr, hidden, grad):
         row = context[c]
         for d in range(dim):
             hidden[d] += wi[row, d]
-    inv = 1.0 / m
+    inv = hidden.dtype.type(1.0) / m
     for d in range(dim):
         hidden[d] *= inv
     loss = 0.0
@@ -105,7 +109,7 @@ def sgd_step(wi, wo, context, m, target, negatives, lr, hidden, grad):
             t, label = target, 1.0
         else:
             t, label = negatives[k - 1], 0.0
-        x = 0.0
+        x = hidden[0] * 0  # the weights' precision (float32): SIMD-friendly
         for d in range(dim):
             x += wo[t, d] * hidden[d]
         if x > MAX_SIGMOID:
@@ -116,12 +120,13 @@ def sgd_step(wi, wo, context, m, target, negatives, lr, hidden, grad):
             score = 1.0 / (1.0 + np.exp(-x))
         z = x if label == 1.0 else -x  # the paper's l(z) = log(1 + e^-z), computed stably
         loss += (np.log1p(np.exp(-z)) if z > 0 else np.log1p(np.exp(z)) - z)
-        alpha = lr * (label - score)
+        alpha = hidden.dtype.type(lr * (label - score))
         for d in range(dim):
             grad[d] += alpha * wo[t, d]
             wo[t, d] += alpha * hidden[d]
-    for d in range(dim):
-        grad[d] *= inv
+    if mean_gradient:
+        for d in range(dim):
+            grad[d] *= inv
     for c in range(m):
         row = context[c]
         for d in range(dim):
@@ -140,7 +145,7 @@ def _draw_negatives(negatives, neg_table, target, state):
         negatives[k] = t
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=FAST)
 def train_pairs(wi, wo, tok1, off1, tok2, off2, order, pdiscard, neg_table, nwords, bucket, ngrams, dropout_k,
                 neg, lr0, tokens_before, total_tokens, threads, state, stats, max_len):
     """Train on the pairs ``order`` (indices into the offsets) in that order. The learning rate decays
@@ -185,7 +190,7 @@ def train_pairs(wi, wo, tok1, off1, tok2, off2, order, pdiscard, neg_table, nwor
                     stats[3] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=FAST)
 def sentence_vectors(matrix, tokens, offsets, ngrams, nwords, bucket, out):
     """Each sentence ``tokens[offsets[i]:offsets[i+1]]`` (word ids) -> the mean of its unigram rows and,
     with ``ngrams`` = 2, of its bigram rows (no dropout, no placeholder); an empty sentence stays 0."""
@@ -210,3 +215,39 @@ def sentence_vectors(matrix, tokens, offsets, ngrams, nwords, bucket, out):
         if m:
             for d in range(dim):
                 out[i, d] /= m
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
+def train_cbow(wi, wo, tokens, offsets, order, keep, neg_table, window, neg, lr0, tokens_before, total_tokens,
+               threads, state, stats, max_len):
+    """fastText's CBOW on the same machinery (for scripts/benchmark_bisent2vec.py: the speed anchor on the
+    same objective): each line's words are subsampled first, then every word is predicted from the words
+    within a window drawn uniformly in [1, ``window``], each context row moved by the hidden gradient."""
+    dim = wi.shape[1]
+    line = np.empty(max_len, dtype=np.int64)
+    context = np.empty(2 * window, dtype=np.int64)
+    hidden = np.empty(dim, dtype=wi.dtype)
+    grad = np.empty(dim, dtype=wi.dtype)
+    negatives = np.empty(neg, dtype=np.int64)
+    local_tokens = 0.0
+    for p in order:
+        start, stop = offsets[p], offsets[p + 1]
+        progress = (tokens_before + local_tokens * threads) / total_tokens
+        lr = lr0 * max(0.0, 1.0 - progress)
+        local_tokens += stop - start
+        stats[4] += stop - start
+        n = 0
+        for j in range(start, stop):
+            if _uniform(state) <= keep[tokens[j]]:
+                line[n] = tokens[j]
+                n += 1
+        for i in range(n):
+            b = 1 + _randint(state, window)
+            m = 0
+            for c in range(max(0, i - b), min(n, i + b + 1)):
+                if c != i:
+                    context[m] = line[c]
+                    m += 1
+            _draw_negatives(negatives, neg_table, line[i], state)
+            stats[0] += sgd_step(wi, wo, context, m, line[i], negatives, lr, hidden, grad, False)
+            stats[1] += 1
