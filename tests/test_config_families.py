@@ -230,3 +230,32 @@ def test_labse_plan_shares_a_pretraining_and_fills_the_paper_defaults(tmp_path):
     pre = plan.labse_settings("ams_pt", "pretrain", tokenizer="t.json")
     assert pre["train"]["mask_prob"] == 0.2 and pre["train"]["max_masked"] == 80 and "enabled" not in pre["train"]
     assert plan.labse_vocab("ams_pt") == "120000-a0.3"
+
+
+def _bisent2vec(tmp_path, **model) -> Path:
+    cfg = config.load(REPO / "config" / "bisent2vec_small.yaml")
+    cfg["models"] = {"m": {"family": "bisent2vec", "data": "flores8", "pair": ["eng", "fra"], **model}}
+    return _write(tmp_path, cfg)
+
+
+def test_bisent2vec_config_errors_name_the_key(tmp_path):
+    assert "models.m.model.ngram: unknown key" in _error(_bisent2vec(tmp_path, model={"ngram": 2}))
+    assert "models.m.pair: ['cmn'] not among the languages" in _error(_bisent2vec(tmp_path, pair=["eng", "cmn"]))
+    assert "models.m.model.ngrams" in _error(_bisent2vec(tmp_path, model={"ngrams": 3}))
+    assert "models.m.pair" in _error(_bisent2vec(tmp_path, pair=["eng", "fra", "spa"]))
+
+
+def test_bisent2vec_plan_pairs_vocabularies_and_paper_defaults():
+    plan = Plan(config.load(REPO / "config" / "bisent2vec_2019.yaml"))
+    assert len(plan.bisent2vec) == 14 and plan.encoder_languages("b2v_en_fi_bi") == ["eng", "fin"]
+    # the uni. and uni. + bi. models of a pair share one vocabulary; the paper's settings are the defaults
+    assert plan.bisent2vec_vocab("b2v_en_fr_uni") == plan.bisent2vec_vocab("b2v_en_fr_bi") == "eng-fra.min8.max750000"
+    settings = plan.bisent2vec_settings("b2v_en_fr_bi", vocab="v.json")
+    assert settings["model"] == {"dim": 300, "ngrams": 2, "bucket": 2000000, "dropout_k": 4, "neg": 10, "t": 5e-06}
+    assert settings["train"]["epochs"] == 5 and settings["train"]["lr"] == 0.2 and settings["languages"] == ["eng", "fra"]
+    assert plan.bisent2vec_directions("b2v_en_hu_uni") == [("eng", "hun"), ("hun", "eng")]
+    assert plan.model_tatoeba_languages("b2v_en_ru_bi") == ["rus"]
+    # en-ru trains on the concatenation of two corpora
+    assert plan.nway_data["opensubtitles_tanzil_en_ru"]["corpus"] == ["opensubtitles_en_ru", "tanzil_en_ru"]
+    small = Plan(config.load(REPO / "config" / "bisent2vec_small.yaml"))
+    assert len(small.bisent2vec) == 14 and small.bisent2vec["b2v_en_es_bi"]["train"]["threads"] == 1

@@ -626,3 +626,16 @@ def test_control_character_only_lines_count_as_empty(tmp_path):
     assert lines(tmp_path / "s") == ["ok", "a b"]
     assert lines(tmp_path / "t") == ["two", "four"]
     assert normalize_for_exclusion(" a\x00 b\x00") == "a b"
+
+
+def test_extract_member_of_a_zip(tmp_path):
+    """OPUS's Moses downloads are zips (ParaCrawl's en-fr.txt.zip for Bi-Sent2Vec's N-way pair corpora)."""
+    archive = tmp_path / "en-fr.txt.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("ParaCrawl.en-fr.en", "one\ntwo\n")
+        zf.writestr("ParaCrawl.en-fr.fr", "un\ndeux\n")
+    out = extract_tar_member(archive, "ParaCrawl.en-fr.fr", tmp_path / "x" / "fr")
+    assert out.read_text() == "un\ndeux\n" and not list(tmp_path.glob("x/*.part"))
+    with pytest.raises(CorpusError, match="no member 'ParaCrawl.en-fr.de'"):
+        extract_tar_member(archive, "ParaCrawl.en-fr.de", tmp_path / "x" / "de")
+    assert not (tmp_path / "x" / "de").exists()

@@ -206,7 +206,6 @@ def _job_counts(out: str) -> dict:
                                                                      "bisent2vec_train": 5}),
                                              ("config/labse_small.yaml", {"labse_train": 3, "labse_pretrain": 1}),
                                              ("config/labse_2020.yaml", {"labse_train": 4, "labse_pretrain": 1}),
-                                             ("config/bisent2vec_small.yaml", {"bisent2vec_train": 14}),
                                              ("config/bisent2vec_2019.yaml", {"bisent2vec_train": 14})])
 def test_family_configs_dry_run(config, trained, tmp_path):
     """Offline, data_root null: each config plans its downloads from the real URLs (the UN corpus in

@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from laser_repro.core.textio import read_json, write_json
+from laser_repro.evaluation.word_translation import resolve_device
 
 log = logging.getLogger("laser_repro")
 
@@ -46,17 +47,6 @@ def cmd_tatoeba(a):
     log.info("%s: %s", a.lang, json.dumps(result))
 
 
-def _device(choice: str) -> str:
-    """--device auto: the GPU when torch sees one (paper-scale evaluation sets), else the CPU."""
-    import torch
-
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: torch sees no GPU")
-    return choice
-
-
 def cmd_embed(a):
     """Embed text files with an exported encoder (one .npy per input, rows = lines). The inputs are
     BPE'd text; with --codes they are raw text, Moses-preprocessed and BPE-encoded here first (one
@@ -75,7 +65,7 @@ def cmd_embed(a):
 
     if registry.family_of_encoder(a.encoder) != "laser":
         return _embed_with_family(a)
-    encoder = SentenceEncoder.load(a.encoder, device=_device(a.device))
+    encoder = SentenceEncoder.load(a.encoder, device=resolve_device(a.device))
     applier = None
     if a.codes:
         from laser_repro.data import bpe

@@ -167,7 +167,8 @@ def top_targets(queries, keys, k: int, *, query_penalty: np.ndarray | None = Non
 
 
 def resolve_device(choice: str) -> str:
-    """``auto``: the GPU when torch sees one (200 000 x 200 000 CSLS neighbourhoods), else the CPU."""
+    """``--device auto``: the GPU when torch sees one (200 000 x 200 000 CSLS neighbourhoods, paper-scale
+    evaluation sets), else the CPU (every evaluation command's --device)."""
     import torch
 
     if choice == "auto":

@@ -45,6 +45,17 @@ class LoadedEncoder(Encoder):
         return self._encoder.embed(list(lines), lang)
 
 
+class MosesInputFamily:
+    """``prepare`` of a family whose input is the Moses-preprocessed line: its own vocabulary (LaBSE's
+    WordPiece in the encoder file) or none (Bi-Sent2Vec's words) applies after it; ``codes`` is unused."""
+
+    def prepare(self, lines, lang, *, codes=None, lowercase: bool = True) -> list[str]:
+        from laser_repro.data.preprocess import language_preprocessor
+
+        preprocess = language_preprocessor(lang, lowercase=lowercase)
+        return [preprocess(line) for line in lines]
+
+
 def run_training_loop(trainer, data_dir, save_dir, settings: Mapping, *, rank, stop_requested,
                       process_keys: Sequence[str]) -> dict:
     """``train_worker`` of a family with its own training loop (a module with ``train(...)`` and
@@ -92,6 +103,13 @@ class ModelFamily(ABC):
         """Train one rank until the end or ``stop_requested()``, resuming from ``save_dir``. Returns
         ``{"num_updates", "start_updates", "preempted", "model": path of the checkpoint to publish,
         "runtime": {...}}`` (runtime: how it ran, for the status and the provenance record)."""
+
+    @staticmethod
+    def train_settings_without(settings: Mapping, keys) -> dict:
+        """``settings`` with the ``train`` keys in ``keys`` left out (process geometry, logging, ...: what a
+        resume may change), for ``fingerprint_settings``."""
+        train = {k: v for k, v in settings["train"].items() if k not in keys}
+        return {**{k: v for k, v in settings.items() if k != "train"}, "train": train}
 
     def checkpoint_updates(self, path) -> int:
         """The number of updates of a training checkpoint (one of ours: a dict with ``num_updates``)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
-from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily
+from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, MosesInputFamily
 
 #: run geometry and logging: a resume may change them (threads: hogwild floats differ anyway)
 PROCESS_KEYS = ("cpu_processes", "threads")
@@ -17,21 +17,13 @@ STOPPING_KEYS = ("epochs",)
 LOGGING_KEYS = ("log_interval", "validations_per_epoch", "chunk_pairs")
 
 
-class BiSent2VecFamily(ModelFamily):
+class BiSent2VecFamily(MosesInputFamily, ModelFamily):
     name = "bisent2vec"
     curves_file = "curves.json"
 
-    def prepare(self, lines, lang, *, codes=None, lowercase: bool = True) -> list[str]:
-        """Moses preprocessing of ``lang`` (words: ``codes`` unused)."""
-        from laser_repro.data.preprocess import language_preprocessor
-
-        preprocess = language_preprocessor(lang, lowercase=lowercase)
-        return [preprocess(line) for line in lines]
-
     def fingerprint_settings(self, settings: Mapping) -> dict:
         # epochs set the learning-rate schedule: they change the weights at every step
-        train = {k: v for k, v in settings["train"].items() if k not in (*PROCESS_KEYS, *LOGGING_KEYS)}
-        return {**{k: v for k, v in settings.items() if k != "train"}, "train": train}
+        return self.train_settings_without(settings, (*PROCESS_KEYS, *LOGGING_KEYS))
 
     def stopping_settings(self, settings: Mapping) -> dict:
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}

@@ -9,28 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Mapping
 
-from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, run_training_loop
+from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, MosesInputFamily, run_training_loop
 
 PROCESS_KEYS = ("cpu_processes",)
 STOPPING_KEYS = ("max_update",)
 LOGGING_KEYS = ("log_interval", "validate_interval_updates")
 
 
-class LabseFamily(ModelFamily):
+class LabseFamily(MosesInputFamily, ModelFamily):
     name = "labse"
     curves_file = "curves.json"
 
-    def prepare(self, lines, lang, *, codes=None, lowercase: bool = True) -> list[str]:
-        """Moses preprocessing of ``lang`` (the vocabulary is applied by the encoder; ``codes`` unused)."""
-        from laser_repro.data.preprocess import language_preprocessor
-
-        preprocess = language_preprocessor(lang, lowercase=lowercase)
-        return [preprocess(line) for line in lines]
-
     def fingerprint_settings(self, settings: Mapping) -> dict:
         # max_update sets the learning-rate schedule: it changes the weights at every update
-        train = {k: v for k, v in settings["train"].items() if k not in (*PROCESS_KEYS, *LOGGING_KEYS)}
-        return {**{k: v for k, v in settings.items() if k != "train"}, "train": train}
+        return self.train_settings_without(settings, (*PROCESS_KEYS, *LOGGING_KEYS))
 
     def stopping_settings(self, settings: Mapping) -> dict:
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}

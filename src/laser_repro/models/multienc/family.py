@@ -17,8 +17,7 @@ class MultiencFamily(ModelFamily):
     curves_file = "curves.json"
 
     def fingerprint_settings(self, settings: Mapping) -> dict:
-        train = {k: v for k, v in settings["train"].items() if k not in (*PROCESS_KEYS, *STOPPING_KEYS, *LOGGING_KEYS)}
-        return {**{k: v for k, v in settings.items() if k != "train"}, "train": train}
+        return self.train_settings_without(settings, (*PROCESS_KEYS, *STOPPING_KEYS, *LOGGING_KEYS))
 
     def stopping_settings(self, settings: Mapping) -> dict:
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}
