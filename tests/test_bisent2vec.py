@@ -245,3 +245,16 @@ def test_settings_are_checked(tmp_path):
     (root / "tok" / "valid.fra").write_text("f1\n")
     with pytest.raises(ValueError, match="not aligned"):
         train(root, tmp_path / "m2", settings(root), rank=Rank(), stop_requested=never)
+
+
+def test_curves_mark_the_last_model_and_the_pairs_baseline(tmp_path):
+    """A pair model's figure: TF-IDF over its own two directions (not every pair of the data), kept = last."""
+    from laser_repro.evaluation.nway import baseline_level, kept_row, plot_curves
+
+    rows = [{"update": u, "epoch": u / 10, "train_loss": 1.0, "valid_loss": 2.0, "valid_similarity_error": e,
+             "pairs": {"eng-fra": e, "fra-eng": e}} for u, e in ((0, 99.0), (10, 40.0), (20, 45.0))]
+    tfidf = {"mean": 60.0, "pairs": {"eng-fra": 16.0, "fra-eng": 18.0, "eng-rus": 90.0, "rus-eng": 88.0}}
+    assert baseline_level(rows, tfidf) == 17.0
+    assert kept_row(rows, "bisent2vec")["update"] == 20 and kept_row(rows, "labse")["update"] == 10
+    plot_curves(rows, tmp_path / "c.png", title="t", tfidf=tfidf, family="bisent2vec")
+    assert (tmp_path / "c.png").stat().st_size > 10000
