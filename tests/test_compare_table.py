@@ -207,3 +207,22 @@ def test_cmd_compare_bad_named_argument(tmp_path):
     with pytest.raises(SystemExit) as err:
         cli.main(args)
     assert "--laser" in str(err.value.code) and "NAME=JSON" in str(err.value.code)
+
+
+def test_per_pair_models_make_one_column():
+    """Bi-Sent2Vec: one model per en-xx pair, shown as one column (as its paper reports them)."""
+    import pytest
+
+    from laser_repro.reporting.compare import merge_matrices
+
+    fr = {"similarity": {"pairs": {"eng-fra": 50.0, "fra-eng": 48.0}, "sentences": 200},
+          "init": {"pairs": {"eng-fra": 99.0, "fra-eng": 99.5}, "sentences": 200}}
+    ru = {"similarity": {"pairs": {"eng-rus": 70.0, "rus-eng": 68.0}, "sentences": 200},
+          "init": {"pairs": {"eng-rus": 100.0, "rus-eng": 99.0}, "sentences": 200}}
+    merged = merge_matrices([fr, ru], ["fr.json", "ru.json"])
+    assert merged["similarity"]["pairs"] == {"eng-fra": 50.0, "fra-eng": 48.0, "eng-rus": 70.0, "rus-eng": 68.0}
+    assert merged["init"]["sentences"] == 200
+    with pytest.raises(SystemExit, match="scores \\['eng-fra', 'fra-eng'\\] again"):
+        merge_matrices([fr, fr], ["a.json", "b.json"])
+    with pytest.raises(SystemExit, match="different numbers of sentences"):
+        merge_matrices([fr, {**ru, "similarity": {**ru["similarity"], "sentences": 100}}], ["fr.json", "ru.json"])

@@ -165,7 +165,8 @@ def test_compare_config(tmp_path):
     cfg = config.load(COMPARE)
     plan = Plan(cfg)
     assert plan.laser is True
-    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc", "labse": "labse"}
+    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc", "labse": "labse",
+                                    **{f"bisent2vec_en_{xx}": "bisent2vec" for xx in ("fr", "es", "ru", "ar", "zh")}}
     assert list(plan.variants) == ["base"]
 
 
