@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from laser_repro.evaluation.word_translation import (
-    MAX_VOCAB, METHODS, check_method, iso639_1, precision_at_k, rank_keys, resolve_device, vocabulary_index)
+    MAX_VOCAB, METHODS, check_method, iso639_1, load_pair_encoders, precision_at_k, rank_keys, resolve_device,
+    vocabulary_index)
 
 log = logging.getLogger("laser_repro")
 
@@ -346,15 +347,7 @@ def cmd_europarl(a) -> None:
     if not encoders and not a.tfidf:
         raise SystemExit("europarl-retrieval: give --encoder E --output OUT and/or --tfidf OUT")
     torch.set_num_threads(a.threads)
-    from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
-
-    loaded = []
-    for path in encoders:
-        encoder = BiSent2VecEncoder.load(path)
-        missing = [lang for lang in (a.src, a.tgt) if lang not in encoder.languages]
-        if missing:
-            raise SystemExit(f"europarl-retrieval: {path} has no {missing} (its languages: {encoder.languages})")
-        loaded.append(encoder)
+    loaded = load_pair_encoders(encoders, (a.src, a.tgt), "europarl-retrieval")
     dedup_first, idf_first = muse_sides(a.src, a.tgt)
     tokenize = {}
     if a.moses:  # raw Europarl text: Moses-tokenise each line (MUSE's script runs tokenizer.perl first)

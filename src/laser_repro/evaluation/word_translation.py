@@ -303,6 +303,20 @@ def identical_strings(src_words: Sequence[str] | None, tgt_words: Sequence[str] 
 
 
 # ---- command line -----------------------------------------------------------------------------------------
+def load_pair_encoders(paths, langs, command: str) -> list:
+    """The Bi-Sent2Vec encoders of ``paths``; each must embed both ``langs``."""
+    from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
+
+    loaded = []
+    for path in paths:
+        encoder = BiSent2VecEncoder.load(path)
+        missing = [lang for lang in langs if lang not in encoder.languages]
+        if missing:
+            raise SystemExit(f"{command}: {path} has no {missing} (its languages: {encoder.languages})")
+        loaded.append(encoder)
+    return loaded
+
+
 def cmd_word_translation(a) -> None:
     """Each ``--encoder`` with its ``--output`` (e.g. a model and the same model at update 0: one job reads
     the dictionary once); ``--identical-strings OUT``: the baseline on the first encoder's vocabularies
@@ -321,15 +335,7 @@ def cmd_word_translation(a) -> None:
     pairs = read_dictionary(a.dictionary)
     base = {"task": "muse_words", "src": a.src, "tgt": a.tgt, "dictionary": str(a.dictionary),
             "max_target": a.max_target}
-    from laser_repro.models.bisent2vec.export import BiSent2VecEncoder
-
-    loaded = []
-    for path in encoders:
-        encoder = BiSent2VecEncoder.load(path)
-        missing = [lang for lang in (a.src, a.tgt) if lang not in encoder.languages]
-        if missing:
-            raise SystemExit(f"word-translation: {path} has no {missing} (its languages: {encoder.languages})")
-        loaded.append(encoder)
+    loaded = load_pair_encoders(encoders, (a.src, a.tgt), "word-translation")
     if a.identical_strings:
         src_words = tgt_words = None
         out = {**base, "encoder": "identical_strings"}

@@ -75,7 +75,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
-from laser_repro.reporting.tables import fmt2
+from laser_repro.reporting.tables import fmt2, models_argument
 
 PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
 PAPER_CSV = "bisent2vec_2019.csv"
@@ -901,14 +901,8 @@ def parse_baseline(items: Sequence[str] | None, kind: str, option: str) -> dict:
 
 
 def cmd_tables(a):
-    import json
-
     try:
-        text = a.models if a.models.lstrip().startswith("[") else Path(a.models).read_text(encoding="utf-8")
-        specs = json.loads(text)
-        if not isinstance(specs, list):
-            raise ValueError("--models: expected a JSON list")
-        models = load_models(specs)
+        models = load_models(models_argument(a.models))
         identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
         tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
         tfidf_flores = load_checked(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")

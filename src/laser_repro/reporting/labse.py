@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
-from laser_repro.reporting.tables import fmt2
+from laser_repro.reporting.tables import fmt2, models_argument
 
 PAPER = "Feng et al. 2020 (LaBSE)"
 PAPER_CSV = "labse_2020.csv"
@@ -350,14 +350,8 @@ def load_models(specs: Sequence[Mapping]) -> list[dict]:
 
 
 def cmd_table2(a):
-    import json
-
     try:
-        text = a.models if a.models.lstrip().startswith("[") else Path(a.models).read_text(encoding="utf-8")
-        specs = json.loads(text)
-        if not isinstance(specs, list):
-            raise ValueError("--models: expected a JSON list")
-        models = load_models(specs)
+        models = load_models(models_argument(a.models))
         rows = table2_rows(models, load_results(a.tfidf_tatoeba, "tatoeba"), load_results(a.tfidf_un, "un"))
     except (OSError, ValueError) as e:
         raise SystemExit(f"labse-table2: {e}") from e

@@ -482,3 +482,14 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
                          ("train_en_sentences", "en sent."), ("test_pairs_extracted", "test pairs extracted"),
                          ("paper_test_f1", "paper test F1 (TACL)"), ("laser_readme_test_f1", "LASER README test F1")],
                 rows=rows, notes=notes)
+
+
+def models_argument(value: str) -> list:
+    """A table command's --models: a JSON list of model entries, inline or in a file."""
+    import json
+
+    text = value if value.lstrip().startswith("[") else Path(value).read_text(encoding="utf-8")
+    specs = json.loads(text)
+    if not isinstance(specs, list):
+        raise ValueError("--models: expected a JSON list")
+    return specs
