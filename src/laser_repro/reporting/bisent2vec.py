@@ -75,7 +75,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
-from laser_repro.reporting.tables import fmt2, models_argument
+from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
 PAPER_CSV = "bisent2vec_2019.csv"
@@ -831,31 +831,7 @@ def write_tables(models: Sequence[Mapping], out_dir, run_name: str, identical: M
 def load_results(path, kind: str, direction: str | None = None, baseline: bool = False) -> dict | None:
     """Results of ``kind`` ("words" / "sentences") from ``path`` (None for None); ValueError naming the file
     otherwise."""
-    from laser_repro.core.textio import read_json
-
-    if path is None:
-        return None
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"results file {path}: {e}") from e
-    check_results(data, kind, f"results file {path}", direction, baseline)
-    return data
-
-
-def load_checked(path, check, what: str):
-    """The JSON of ``path`` (None for None), checked by ``check(data, what_and_path)``; ValueError naming
-    the file otherwise."""
-    from laser_repro.core.textio import read_json
-
-    if path is None:
-        return None
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{what} {path}: {e}") from e
-    check(data, f"{what} {path}")
-    return data
+    return load_checked_json(path, lambda data, what: check_results(data, kind, what, direction, baseline), "results file")
 
 
 def _path(spec: Mapping, key: str):
@@ -880,9 +856,9 @@ def load_models(specs: Sequence[Mapping]) -> list[dict]:
             if not isinstance(paths, Mapping):
                 raise ValueError(f"--models entry {spec.get('name')!r} {key!r}: expected {{direction: path}}")
             model[key] = {d: load_results(p, key.split("_")[0], d) for d, p in paths.items()}
-        model["similarity"] = load_checked(_path(spec, "similarity"), check_similarity, "similarity file")
+        model["similarity"] = load_checked_json(_path(spec, "similarity"), check_similarity, "similarity file")
         for key in ("tatoeba", "tatoeba_init"):
-            model[key] = load_checked(_path(spec, key), check_tatoeba, f"{key} file")
+            model[key] = load_checked_json(_path(spec, key), check_tatoeba, f"{key} file")
         models.append(model)
     return models
 
@@ -905,8 +881,8 @@ def cmd_tables(a):
         models = load_models(models_argument(a.models))
         identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
         tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
-        tfidf_flores = load_checked(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")
-        tfidf_tatoeba = load_checked(a.tfidf_tatoeba, check_tatoeba, "TF-IDF Tatoeba results")
+        tfidf_flores = load_checked_json(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")
+        tfidf_tatoeba = load_checked_json(a.tfidf_tatoeba, check_tatoeba, "TF-IDF Tatoeba results")
         paths = write_tables(models, a.out_dir, a.run_name, identical or None, tfidf or None, tfidf_flores,
                              tfidf_tatoeba)
     except (OSError, ValueError) as e:

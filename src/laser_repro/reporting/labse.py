@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
-from laser_repro.reporting.tables import fmt2, models_argument
+from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Feng et al. 2020 (LaBSE)"
 PAPER_CSV = "labse_2020.csv"
@@ -321,16 +321,7 @@ def write_table2(rows: Sequence[Mapping], md_path, csv_path, run_name: str) -> l
 # ---- command line -----------------------------------------------------------------------------------------
 def load_results(path, task: str) -> dict | None:
     """Retrieval results of ``task`` from ``path`` (None for None); ValueError naming the file otherwise."""
-    from laser_repro.core.textio import read_json
-
-    if path is None:
-        return None
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"results file {path}: {e}") from e
-    check_results(data, task, f"results file {path}")
-    return data
+    return load_checked_json(path, lambda data, what: check_results(data, task, what), "results file")
 
 
 def load_models(specs: Sequence[Mapping]) -> list[dict]:

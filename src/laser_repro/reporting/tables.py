@@ -493,3 +493,18 @@ def models_argument(value: str) -> list:
     if not isinstance(specs, list):
         raise ValueError("--models: expected a JSON list")
     return specs
+
+
+def load_checked_json(path, check, what: str):
+    """The JSON file ``path`` (None for None) after ``check(data, "<what> <path>")``; a ValueError naming the
+    file when it cannot be read or the check fails (the table commands' inputs)."""
+    from laser_repro.core.textio import read_json
+
+    if path is None:
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{what} {path}: {e}") from e
+    check(data, f"{what} {path}")
+    return data
