@@ -31,6 +31,11 @@ log = logging.getLogger("laser_repro")
 SPLITS = ("train", "valid")
 
 
+def tok_files(data_dir, split: str, langs: Sequence[str]) -> dict[str, Path]:
+    """language -> the Moses-preprocessed lines of ``split`` that ``prepare_language`` writes under ``data_dir``."""
+    return {lang: Path(data_dir) / "tok" / f"{split}.{lang}" for lang in langs}
+
+
 def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None = None, valid_raw=None,
                      lowercase: bool = True) -> dict:
     """Training and validation lines of one language: ``<out_dir>/tok/{train,valid}.<lang>`` (Moses)
@@ -46,7 +51,7 @@ def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None =
     preprocess = language_preprocessor(lang, lowercase=lowercase)
     counts = {"train": 0, "valid": 0}
     with contextlib.ExitStack() as stack:
-        tok = {s: stack.enter_context(atomic_output(out_dir / "tok" / f"{s}.{lang}")) for s in SPLITS}
+        tok = {s: stack.enter_context(atomic_output(tok_files(out_dir, s, [lang])[lang])) for s in SPLITS}
         raw_valid = stack.enter_context(atomic_output(out_dir / "raw" / f"valid.{lang}"))
 
         def put(split: str, line: str) -> None:

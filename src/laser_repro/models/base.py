@@ -55,6 +55,14 @@ class MosesInputFamily:
         preprocess = language_preprocessor(lang, lowercase=lowercase)
         return [preprocess(line) for line in lines]
 
+    @staticmethod
+    def text_data_files(data_dir, languages) -> dict[str, Path]:
+        """``{"train.LANG" | "valid.LANG": path}``: the N-way text training reads (for ``data_files``)."""
+        from laser_repro.data.nway import tok_files
+
+        return {f"{split}.{lang}": path for split in ("train", "valid")
+                for lang, path in tok_files(data_dir, split, languages).items()}
+
 
 def run_training_loop(trainer, data_dir, save_dir, settings: Mapping, *, rank, stop_requested,
                       process_keys: Sequence[str]) -> dict:

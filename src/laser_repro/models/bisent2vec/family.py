@@ -29,13 +29,8 @@ class BiSent2VecFamily(MosesInputFamily, ModelFamily):
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}
 
     def data_files(self, data_dir, settings: Mapping) -> dict[str, Path]:
-        from laser_repro.models.bisent2vec.trainer import text_files
-
-        files = {"dict.txt": Path(settings["vocab"])}  # the vocabulary, under the launcher's name for it
-        for split in ("train", "valid"):
-            for lang, path in text_files(data_dir, split, settings["languages"]).items():
-                files[f"{split}.{lang}"] = path
-        return files
+        # the vocabulary, under the launcher's name for it
+        return {"dict.txt": Path(settings["vocab"]), **self.text_data_files(data_dir, settings["languages"])}
 
     def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
                      stop_requested: Callable[[], bool]) -> dict:

@@ -29,6 +29,7 @@ import torch
 
 from laser_repro.core.launch import Rank
 from laser_repro.core.textio import count_lines, iter_lines
+from laser_repro.data.nway import tok_files
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.bisent2vec import kernel
 from laser_repro.models.bisent2vec import vocab as vocabulary
@@ -78,13 +79,9 @@ def complete_settings(settings: Mapping) -> dict:
     return json.loads(json.dumps(out))
 
 
-def text_files(data_dir, split: str, langs) -> dict[str, Path]:
-    return {lang: Path(data_dir) / "tok" / f"{split}.{lang}" for lang in langs}
-
-
 def encode_split(data_dir, split: str, vocab: vocabulary.Vocabulary) -> list[tuple[np.ndarray, np.ndarray]]:
     """Both languages' lines of ``split`` as word ids; the two files must be line-aligned."""
-    files = text_files(data_dir, split, vocab.languages)
+    files = tok_files(data_dir, split, vocab.languages)
     counts = {lang: count_lines(path) for lang, path in files.items()}
     if len(set(counts.values())) != 1:
         raise ValueError(f"bisent2vec: {split} files are not aligned: "

@@ -18,20 +18,17 @@ import numpy as np
 import torch
 
 from laser_repro.core.textio import iter_lines
+from laser_repro.data.nway import tok_files
 from laser_repro.models.labse.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS
 
 IGNORE = -100  # label of an unmasked token (torch's cross-entropy ignore_index)
-
-
-def text_files(data_dir, split: str, langs: Sequence[str]) -> dict[str, Path]:
-    return {lang: Path(data_dir) / "tok" / f"{split}.{lang}" for lang in langs}
 
 
 def load_split(data_dir, split: str, langs: Sequence[str], tokenizer, max_len: int) -> dict[str, list[list[int]]]:
     """language -> token ids of each line (``[CLS] ... [SEP]``, cut to ``max_len``); aligned or an error."""
     tokenizer.enable_truncation(max_len)
     out = {}
-    for lang, path in text_files(data_dir, split, langs).items():
+    for lang, path in tok_files(data_dir, split, langs).items():
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such file (the Moses-preprocessed {split} lines of {lang})")
         out[lang] = [enc.ids for enc in tokenizer.encode_batch(list(iter_lines(path)))]

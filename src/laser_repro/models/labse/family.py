@@ -28,15 +28,10 @@ class LabseFamily(MosesInputFamily, ModelFamily):
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}
 
     def data_files(self, data_dir, settings: Mapping) -> dict[str, Path]:
-        from laser_repro.models.labse.data import text_files
-
         files = {"dict.txt": Path(settings["tokenizer"])}  # the vocabulary, under the launcher's name for it
         if settings.get("init_checkpoint"):
             files["init_checkpoint"] = Path(settings["init_checkpoint"])
-        for split in ("train", "valid"):
-            for lang, path in text_files(data_dir, split, settings["languages"]).items():
-                files[f"{split}.{lang}"] = path
-        return files
+        return {**files, **self.text_data_files(data_dir, settings["languages"])}
 
     def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
                      stop_requested: Callable[[], bool]) -> dict:
