@@ -179,12 +179,6 @@ EUROPARL_LANGUAGES = {"bul", "ces", "dan", "deu", "ell", "spa", "est", "fin", "f
                       "nld", "pol", "por", "ron", "slk", "slv", "swe"}
 
 
-def europarl_sizes():
-    e = EVAL["europarl"]
-    return (f"--n-keys {int(e['n_keys'])} --n-queries {int(e['n_queries'])} --n-idf {int(e['n_idf'])}"
-            f" --seed {int(e['seed'])}")
-
-
 def bisent2vec_words_directions(name):
     return PLAN.bisent2vec_directions(name) if "muse_words" in EVAL else []
 
@@ -237,9 +231,9 @@ def _baselines():
 
 
 def bisent2vec_table_inputs(w):
-    files = [p for m in bisent2vec_table_models() for key in ("words", "words_init", "sentences", "sentences_init")
-             for p in m[key].values()]
-    files += [m[key] for m in bisent2vec_table_models() for key in ("similarity", "tatoeba", "tatoeba_init") if m[key]]
+    models = bisent2vec_table_models()
+    files = [p for m in models for key in ("words", "words_init", "sentences", "sentences_init") for p in m[key].values()]
+    files += [m[key] for m in models for key in ("similarity", "tatoeba", "tatoeba_init") if m[key]]
     identical, tfidf = _baselines()
     datas = sorted({m["data"] for m in BISENT2VEC.values()})
     return {"results": files, "identical": list(identical.values()), "europarl_tfidf": list(tfidf.values()),

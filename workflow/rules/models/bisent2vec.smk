@@ -103,7 +103,10 @@ rule bisent2vec_europarl:  # Europarl sentence retrieval P@1 (MUSE's protocol) o
         src="[a-z]{3}",
         tgt="[a-z]{3}",
     params:
-        sizes=lambda w: europarl_sizes(),
+        n_keys=lambda w: EVAL["europarl"]["n_keys"],
+        n_queries=lambda w: EVAL["europarl"]["n_queries"],
+        n_idf=lambda w: EVAL["europarl"]["n_idf"],
+        seed=lambda w: EVAL["europarl"]["seed"],
     threads: 2
     resources:
         mem_mb=16000,
@@ -112,8 +115,9 @@ rule bisent2vec_europarl:  # Europarl sentence retrieval P@1 (MUSE's protocol) o
     shell:
         logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q}"
                " --output {output.model:q} {output.init:q} --tfidf {output.tfidf:q} --src {wildcards.src:q}"
-               " --tgt {wildcards.tgt:q} --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.sizes}"
-               " --threads {threads}")
+               " --tgt {wildcards.tgt:q} --src-file {input.src:q} --tgt-file {input.tgt:q} --moses"
+               " --n-keys {params.n_keys:q} --n-queries {params.n_queries:q} --n-idf {params.n_idf:q}"
+               " --seed {params.seed:q} --threads {threads}")
 
 
 rule download_muse_dictionary:
