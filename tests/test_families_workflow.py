@@ -236,3 +236,58 @@ def test_family_configs_dry_run(config, trained, tmp_path):
         assert counts.get("compare_flores") == 1 and counts.get("bisent2vec_train") == 5
     if "labse_small" in config:  # the two models without pre-training share the vocabulary; no LASER, no multienc
         assert counts.get("labse_vocab") == 1 and counts.get("labse_tables") == 1 and "laser_train" not in counts
+
+
+def _changed_config(tmp_path):
+    """The toy compare config with one weight-relevant setting changed per family."""
+    import yaml
+
+    cfg = yaml.safe_load(TOY_COMPARE.read_text())
+    cfg["train"]["seed"] = cfg["train"]["seed"] + 1                      # LASER
+    cfg["models"]["toy_last"]["train"]["lr"] *= 2                        # Schwenk & Douze
+    cfg["models"]["toy_labse"]["train"]["lr"] *= 2                       # LaBSE
+    cfg["models"]["toy_b2v"]["model"]["ngrams"] = 1                      # Bi-Sent2Vec: 2 -> 1
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+CHANGED_MODELS = {"base": "laser_train", "toy_last": "multienc_train", "toy_labse": "labse_train",
+                  "toy_b2v": "bisent2vec_train"}
+
+
+def test_a_changed_setting_retrains_and_tables_refuse_a_stale_model(families, tmp_path):
+    """Issue 24: after a finished run, one weight-relevant setting per family changes. A table forced to run
+    without retraining (--rerun-triggers mtime) refuses the stale model, naming its record and the setting;
+    the plain rerun schedules each family's training job and the models change."""
+    import hashlib
+
+    workdir, args = families
+    # the last test of the module: it changes the run (the other tests have read it already)
+    config_at = args.index("--configfile") + 1
+    changed = [*args[:config_at], str(_changed_config(tmp_path)), *args[config_at + 1:]]
+    models = workdir / "results" / "toy_compare" / "models"
+    before = {m: hashlib.sha256((models / m / "encoder.pt").read_bytes()).hexdigest() for m in CHANGED_MODELS}
+
+    proc = run_snakemake(*changed, "bisent2vec", "--rerun-triggers", "mtime", "--forcerun", "bisent2vec_tables")
+    assert proc.returncode != 0
+    log = (workdir / "results" / "toy_compare" / "logs" / "bisent2vec_tables.log").read_text()
+    assert "model toy_b2v" in log and "model_record.json disagrees with the config" in log, log[-3000:]
+    assert 'weights.model.ngrams: record 2, config 1' in log and "Traceback" not in log, log[-3000:]
+
+    proc = run_snakemake(*changed, "compare", "multienc", "labse", "bisent2vec", "-n")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    counts = _job_counts(proc.stdout + proc.stderr)
+    assert all(counts.get(rule) for rule in CHANGED_MODELS.values()), counts
+    assert counts.get("multienc_train") == 1, counts  # toy_all's settings did not change: not retrained
+
+    proc = run_snakemake(*changed, "compare", "multienc", "labse", "bisent2vec")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    after = {m: hashlib.sha256((models / m / "encoder.pt").read_bytes()).hexdigest() for m in CHANGED_MODELS}
+    assert all(before[m] != after[m] for m in CHANGED_MODELS), (before, after)
+    record = json.loads((models / "toy_b2v" / "model_record.json").read_text())
+    assert record["family"] == "bisent2vec" and record["settings"]["model"]["ngrams"] == 1
+    pairs = (workdir / "results" / "tables" / "toy_compare" / "bisent2vec_2019" / "pairs.md").read_text()
+    assert "uni." in pairs
+    proc = run_snakemake(*changed, "compare", "multienc", "labse", "bisent2vec", "-n")
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]

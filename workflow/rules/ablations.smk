@@ -35,7 +35,8 @@ rule metrics_summary:
 
 rule ablation_table:
     input:
-        lambda w: [row["metrics"] for row in table_rows(int(w.n)) if row["metrics"]],
+        metrics=lambda w: [row["metrics"] for row in table_rows(int(w.n)) if row["metrics"]],
+        records=lambda w: [model_record_file(row["model"]) for row in table_rows(int(w.n)) if row["metrics"]],
     output:
         md="results/tables/{run}/table{n}.md",
         csv=report("results/tables/{run}/table{n}.csv", category="Ablations", caption="../report/ablation.rst"),
@@ -47,11 +48,13 @@ rule ablation_table:
     params:
         rows=lambda w: shell_quote_json(table_rows(int(w.n))),
         missing=shell_quote_json(missing_tasks()),
+        records=lambda w: model_records_arg(row["model"] for row in table_rows(int(w.n)) if row["metrics"]),
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
-               " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}")
+               " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}"
+               " --model-records {params.records}")
 
 
 rule ablations:

@@ -130,6 +130,45 @@ def labse_pretrained(name):
     return [f"{RUN}/labse_pretrain/{key}/checkpoint_final.pt"] if key else []
 
 
+def labse_pretrain_settings(key):
+    """``--settings`` of a shared LaBSE pre-training (MLM + TLM), from the first model that uses it."""
+    name = PLAN.labse_pretrainings[key]
+    return PLAN.labse_settings(name, "pretrain", tokenizer=labse_tokenizer(name))
+
+
+def model_train_settings(name):
+    """``laser-repro train --settings`` of any model: a LASER variant or a model of `models`. A function of
+    the config alone (no rule's `input`): the train rules pass it as a wildcards-only param, which Snakemake
+    records and compares on a rerun (a changed setting retrains), and the tables check each model's own
+    record against it (model_record_settings)."""
+    if LASER and name in VARIANTS:
+        return train_settings(name)
+    family = FAMILY_MODELS[name]["family"]
+    if family == "multienc":
+        return PLAN.multienc_settings(name)
+    if family == "labse":
+        pretrained = labse_pretrained(name)
+        return PLAN.labse_settings(name, "dual", tokenizer=labse_tokenizer(name),
+                                   init_checkpoint=pretrained[0] if pretrained else None)
+    if family == "bisent2vec":
+        return PLAN.bisent2vec_settings(name, vocab=bisent2vec_vocab_file(name))
+    raise ValueError(f"model {name!r}: no training settings for family {family!r}")
+
+
+def model_record_file(name):
+    """A trained model's own record (laser-repro train --record): what it was trained with."""
+    return f"{RUN}/models/{name}/model_record.json"
+
+
+def model_records_arg(names):
+    """A table's --model-records: each model's record and the settings the config gives it now, which the
+    table checks against each other (laser_repro.models.record). A wildcards-only param: recorded by
+    Snakemake, so a changed setting also reruns the table."""
+    names = sorted(set(names))
+    return shell_quote_json({n: {"family": "laser" if LASER and n in VARIANTS else FAMILY_MODELS[n]["family"],
+                                 "record": model_record_file(n), "settings": model_train_settings(n)} for n in names})
+
+
 def labse_tatoeba_languages():
     return list(CFG.get("evaluation", {}).get("tatoeba", {}).get("languages", [])) if LABSE else []
 

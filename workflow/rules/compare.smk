@@ -8,6 +8,7 @@ rule compare_flores:
         laser=lambda w: [p for c in compare_columns().values() if c["family"] == "laser" for p in c["scores"]],
         similarity=lambda w: [p for c in compare_columns().values() if c["family"] != "laser" for p in c["scores"]],
         tfidf=f"{RUN}/flores/tfidf.json",
+        records=lambda w: [model_record_file(name) for name in PLAN.compared_models],
     output:
         md="results/tables/{run}/compare_flores.md",
         csv=report("results/tables/{run}/compare_flores.csv", category="Similarity search", caption="../report/table.rst"),
@@ -22,9 +23,11 @@ rule compare_flores:
         langs=lambda w: list(PLAN.flores_languages),
         heldout=lambda w: list(FLORES["heldout_lines"]),
         run=CFG["run_name"],
+        records=lambda w: model_records_arg(PLAN.compared_models),
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro compare-flores --laser {params.laser:q} --similarity {params.similarity:q}"
                " --models {params.models} --tfidf {input.tfidf:q} --langs {params.langs:q}"
-               " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}")
+               " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
+               " --model-records {params.records}")

@@ -10,17 +10,20 @@ def buildable(variant):
     return not VARIANTS[variant].nli_weight or task_ready("xnli")
 
 
+NLI_PREFIX = f"{RUN}/bin/nli/train"  # Table 6's binarized MultiNLI pairs (rule nli_binarize)
+
+
 def train_inputs(w):
     variant = VARIANTS[w.variant]
     files = {"bin": binarized_files(variant.pairs), "dict": f"{RUN}/bin/dict.txt"}
     if FLORES:  # held-out pairs: the loss on the learning curves
         files["valid"] = binarized_files([p for p in variant.pairs if p in PLAN.curve_pairs], split="valid")
     if variant.nli_weight:
-        files["nli"] = f"{RUN}/bin/nli/train.label.npy"
+        files["nli"] = f"{NLI_PREFIX}.label.npy"
     return files
 
 
-def train_settings(name, input):
+def train_settings(name):
     variant = VARIANTS[name]
     settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
                 "model": dict(variant.model), "train": CFG["train"]}
@@ -28,7 +31,7 @@ def train_settings(name, input):
         settings["curves"] = dict(FLORES["curves"])
     nli = PLAN.nli_settings(variant)
     if nli:
-        settings["nli"] = {"data": input.nli.removesuffix(".label.npy"), "weight": nli["weight"]}
+        settings["nli"] = {"data": NLI_PREFIX, "weight": nli["weight"]}
         settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
     return settings
 

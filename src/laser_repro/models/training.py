@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -39,6 +40,11 @@ def cmd_train(a):
         if rank.source == "torchrun":  # srun's tasks belong to the SLURM step, which SLURM ends
             training_guard.die_with_parent()
         return _train_worker(a, settings, rank)
+    if not a.outlive_parent:
+        a.job_guard = training_guard.JobGuard().install()
+    attempt_log = training_guard.tee_to_attempt_log(a.save_dir)
+    log.info("training attempt: pid %d on %s; its whole output also in %s", os.getpid(), socket.gethostname(),
+             attempt_log)
     try:
         with training_guard.TrainingLock(a.save_dir):
             _train_launcher(a, settings)
@@ -69,7 +75,7 @@ def _train_launcher(a, settings: dict):
         log.warning("%s: training already completed at update %s with the same fingerprint and stopping "
                     "criteria (%s); publishing that model without training (to train anew, move %s aside)",
                     save_dir, previous["num_updates"], status_path, save_dir)
-        _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"), family)
+        _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"), family, settings)
         return
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
     if a.launcher == "srun":
@@ -156,7 +162,7 @@ def _train_worker(a, settings: dict, rank) -> None:
         raise SystemExit(launch.EXIT_PREEMPTED)
     if status.get("error"):
         raise SystemExit(status["error"])
-    _publish_outputs(a, model, family)
+    _publish_outputs(a, model, family, settings)
 
 
 def _no_update_message(last: Path, outcome: dict, settings: dict) -> str:
@@ -168,9 +174,17 @@ def _no_update_message(last: Path, outcome: dict, settings: dict) -> str:
             f"to train anew move {last.parent} aside.")
 
 
-def _publish_outputs(a, model: Path, family) -> None:
-    """Publish the model (``--final``) and, when asked, the update-0 model and the curves."""
+def _publish_outputs(a, model: Path, family, settings: dict) -> None:
+    """Publish the model (``--final``) and, when asked, the update-0 model, the curves and the model's
+    record (``--record``, laser_repro.models.record) -- unless the job that started us is gone."""
     save_dir = Path(a.save_dir)
+    guard = getattr(a, "job_guard", None)
+    if guard is not None:
+        guard.check()
+    if a.record:
+        from laser_repro.models.record import write_model_record
+
+        write_model_record(a.record, family=family.name, settings=settings, status=read_json(save_dir / TRAIN_STATUS))
     if a.initial:
         initial = save_dir / INITIAL_CHECKPOINT
         if not initial.exists():
@@ -216,11 +230,17 @@ def add_cli(sub) -> None:
                         'curves: {"interval_updates", "languages", "loss_sentences"})')
     s.add_argument("--initial", help="also write the model at update 0 here (the random-encoder baseline)")
     s.add_argument("--curves", help="also write the learning curves (JSON lines) here; needs settings.curves")
+    s.add_argument("--record", help="also write the model's record here (model_record.json: its family, settings, "
+                                    "fingerprint, updates; the tables check it against the config)")
     s.add_argument("--launcher", default="local", choices=["local", "srun", "worker"],
                    help="local: in-process, or torchrun over the GPUs (or train.cpu_processes) of this "
                         "machine; srun: one worker per task of the SLURM allocation; worker: internal")
     s.add_argument("--stop-before-limit", type=int, default=300, metavar="SECONDS",
                    help="inside a SLURM job: checkpoint and exit 75 this long before the job's time limit")
+    s.add_argument("--outlive-parent", action="store_true",
+                   help="keep training when the process that started this one dies (nohup / setsid use); by "
+                        "default an orphaned trainer checkpoints, stops and publishes nothing (a killed job "
+                        "must not publish later)")
     s.add_argument("--family", choices=list(FAMILIES), default="laser",
                    help="model family (laser_repro.models.<family>, see laser_repro.models.registry)")
     s.set_defaults(func=cmd_train)

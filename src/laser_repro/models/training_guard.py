@@ -38,6 +38,7 @@ ids of the same sentence lengths change only the middle of a .bin and none of th
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import hashlib
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 
 FINGERPRINT_FILE = "fingerprint.json"
 LOCK_FILE = ".train.lock"
+ATTEMPTS_DIR = "attempts"  # one log per launcher attempt (tee_to_attempt_log)
+KEPT_IN_PLACE = (LOCK_FILE, ATTEMPTS_DIR)
 #: version of the fingerprint's layout; a change makes old checkpoint directories stale
 FINGERPRINT_VERSION = 1
 
@@ -241,9 +244,9 @@ def write_fingerprint_file(save_dir, fingerprint: Mapping, stats: Mapping) -> No
 
 
 def move_aside(save_dir) -> Path:
-    """Move everything in ``save_dir`` except the lock file into a new sibling
+    """Move everything in ``save_dir`` except the lock file and the attempt logs into a new sibling
     ``<name>.stale-<UTC time>`` and return it. The lock file stays: it is what the running
-    launcher holds. The fingerprint moves first, so that an interrupted move leaves a directory
+    launcher holds; the attempt logs (every attempt's, the running one's included) are the directory's history. The fingerprint moves first, so that an interrupted move leaves a directory
     that is stale again for the next run."""
     save_dir = Path(save_dir)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -253,7 +256,7 @@ def move_aside(save_dir) -> Path:
         dest = save_dir.with_name(f"{save_dir.name}.stale-{stamp}-{n}")
         n += 1
     dest.mkdir()
-    entries = sorted(p for p in save_dir.iterdir() if p.name != LOCK_FILE)
+    entries = sorted(p for p in save_dir.iterdir() if p.name not in KEPT_IN_PLACE)
     entries.sort(key=lambda p: p.name != FINGERPRINT_FILE)
     for entry in entries:
         os.replace(entry, dest / entry.name)
@@ -272,7 +275,7 @@ def prepare_save_dir(save_dir, settings: Mapping, data_dir, workers: int = 1, fa
     stored = read_fingerprint_file(save_dir)
     fingerprint, stats = compute_fingerprint(settings, data_dir, (stored or {}).get("file_stats"), workers, family)
     moved_to = None
-    contents = [p for p in save_dir.iterdir() if p.name != LOCK_FILE]
+    contents = [p for p in save_dir.iterdir() if p.name not in KEPT_IN_PLACE]
     differences = fingerprint_differences(stored and stored["fingerprint"], fingerprint)
     if differences and contents:
         moved_to = move_aside(save_dir)
@@ -407,3 +410,87 @@ def die_with_parent(environ: Optional[Mapping[str, str]] = None) -> None:
     if os.getppid() != parent or (grandparent is not None and grandparent != int(launcher)):
         print(f"worker {os.getpid()}: its launcher (pid {launcher}) is gone; exiting", file=sys.stderr)
         os._exit(1)
+
+
+class JobGuard:
+    """The launcher's tie to the job that started it (a Snakemake job's shell, sbatch's script, a terminal).
+
+    Killing a job's shell with SIGKILL leaves its child running, re-parented to init or a subreaper: an
+    orphaned trainer that trains on and later publishes ``--final``, which the next run would accept as
+    done. On Linux, :meth:`install` asks the kernel for SIGTERM when the parent dies (the trainer then
+    checkpoints and exits 75, as on preemption); :meth:`check` before publishing refuses when the parent
+    is no longer the one that started us (the signal can be missed: the parent died before the prctl, or
+    off Linux, or a SIGTERM handler that was not installed yet)."""
+
+    def __init__(self):
+        self.parent = os.getppid()
+
+    def install(self) -> "JobGuard":
+        prctl = _prctl()
+        if prctl is not None and prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            log.warning("prctl(PR_SET_PDEATHSIG) failed: this trainer may outlive its job")
+        self.check()
+        return self
+
+    @property
+    def orphaned(self) -> bool:
+        return os.getppid() != self.parent
+
+    def check(self) -> None:
+        if self.orphaned:
+            raise SystemExit(f"the job that started this training (pid {self.parent}) is gone: this process "
+                             f"(pid {os.getpid()}) is an orphan and publishes nothing; checkpoints are kept "
+                             f"and the next run resumes from them")
+
+
+
+
+def tee_to_attempt_log(save_dir) -> Path:
+    """Copy everything this process and its children (torchrun, the workers, fairseq) write to stdout and
+    stderr into ``<save_dir>/attempts/<UTC time>-<host>-<pid>.log`` as well, and return that path.
+
+    The rule's log is one file per job that Snakemake deletes when a job starts: a second job on the same
+    model (two Snakemake runs that both passed Snakemake's lock) would delete the first one's log, and its
+    own diagnosis ("lock held by pid ...") would be all that is left. Each attempt's own file survives
+    both. File descriptors 1 and 2 become a pipe that a thread copies to the old stdout/stderr and to the
+    file: the children inherit them. (If this process is SIGKILLed, its children lose the pipe's reader
+    and die of SIGPIPE on their next write -- as they should with their launcher gone.)"""
+    import threading
+
+    attempts = Path(save_dir) / ATTEMPTS_DIR
+    attempts.mkdir(parents=True, exist_ok=True)
+    path = attempts / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{socket.gethostname()}-{os.getpid()}.log"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    original = os.dup(2)  # stdout and stderr both go to the rule's log under Snakemake; keep one copy
+    read_end, write_end = os.pipe()
+    out = open(path, "ab", buffering=0)
+
+    def copy():
+        while True:
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            for fd_write in (lambda b: os.write(original, b), out.write):
+                with contextlib.suppress(OSError):
+                    fd_write(chunk)
+
+    os.dup2(write_end, 1)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    thread = threading.Thread(target=copy, name="attempt-log", daemon=True)
+    thread.start()
+
+    def close():  # at exit: the last lines reach both before the process ends
+        sys.stdout.flush()
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        thread.join(timeout=5)
+
+    import atexit
+
+    atexit.register(close)
+    return path

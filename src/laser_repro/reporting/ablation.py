@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.reporting.tables import load_paper_tatoeba, mean, paper_values, read_paper_csv, write_table
 from laser_repro.core.textio import atomic_output
+from laser_repro.models.record import add_model_records_option, check_model_records
 
 PAPER_ABLATIONS = "paper_tables5_7_ablations.csv"
 
@@ -308,6 +309,11 @@ def cmd_metrics_summary(a) -> None:
 
 
 def cmd_ablation_table(a) -> None:
+    if a.model_records is not None:
+        try:
+            check_model_records(a.model_records)
+        except ValueError as err:
+            raise SystemExit(f"ablation-table: {err}") from None
     rows = json.loads(a.rows)
     for i, row in enumerate(rows):
         for key in ("label", "variant", "model", "setting"):
@@ -343,6 +349,7 @@ def add_cli(sub) -> None:
     s = sub.add_parser("ablation-table", help="Table 5, 6 or 7 (and its figure) from the variants' metrics")
     s.add_argument("--table", type=int, choices=sorted(TABLES), required=True)
     s.add_argument("--run-name", required=True)
+    add_model_records_option(s)
     s.add_argument("--rows", required=True,
                    help='JSON list of {"label", "variant", "model", "setting", "metrics": path or null, "note"}')
     s.add_argument("--missing-tasks", default="{}",

@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
+from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
@@ -876,9 +877,21 @@ def parse_baseline(items: Sequence[str] | None, kind: str, option: str) -> dict:
     return out
 
 
+def models_from_records(models: list[dict], spec) -> list[dict]:
+    """The models with their n-gram setting taken from each model's own record (what it was trained with)
+    once the records agree with the config (laser_repro.models.record; refused otherwise)."""
+    if spec is None:
+        return models
+    records = check_model_records(spec)
+    missing = [m["name"] for m in models if m["name"] not in records]
+    if missing:
+        raise ValueError(f"--model-records has no record of {', '.join(missing)}")
+    return [{**m, "ngrams": int(records[m["name"]]["settings"]["model"]["ngrams"])} for m in models]
+
+
 def cmd_tables(a):
     try:
-        models = load_models(models_argument(a.models))
+        models = models_from_records(load_models(models_argument(a.models)), a.model_records)
         identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
         tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
         tfidf_flores = load_checked_json(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")
@@ -916,4 +929,5 @@ def add_cli(sub) -> None:
                    help="writes table1.md/.csv, table3.md/.csv, table4.md/.csv (when some model has word or "
                         "sentence results) and pairs.md/.csv (when some model has a similarity file)")
     s.add_argument("--run-name", required=True)
+    add_model_records_option(s)
     s.set_defaults(func=cmd_tables)

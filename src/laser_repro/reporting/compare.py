@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core import languages
 from laser_repro.core.textio import atomic_output, read_json
+from laser_repro.models.record import add_model_records_option, check_model_records
 
 PIVOT = "eng"
 SPLIT = "heldout"
@@ -132,6 +133,11 @@ def merge_matrices(scores: Sequence[Mapping], paths: Sequence[str]) -> dict:
 def cmd_compare(a) -> None:
     import json
 
+    if a.model_records is not None:
+        try:
+            check_model_records(a.model_records)
+        except ValueError as err:
+            raise SystemExit(f"compare-flores: {err}") from None
     specs = {m["name"]: m for m in json.loads(a.models)}  # a list: the column order
     files = {**_named(a.laser, "--laser"), **_named(a.similarity, "--similarity")}
     if set(files) != set(specs):
@@ -153,6 +159,7 @@ def add_cli(sub) -> None:
                    help="the similarity scores of a model of another family (multienc, labse, bisent2vec); "
                         "a NAME given several times is one column of per-pair models (Bi-Sent2Vec)")
     s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
+    add_model_records_option(s)
     s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
     s.add_argument("--langs", nargs="+", required=True)
     s.add_argument("--heldout", nargs=2, type=int, required=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
+from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Feng et al. 2020 (LaBSE)"
@@ -342,6 +343,8 @@ def load_models(specs: Sequence[Mapping]) -> list[dict]:
 
 def cmd_table2(a):
     try:
+        if a.model_records is not None:
+            check_model_records(a.model_records)
         models = load_models(models_argument(a.models))
         rows = table2_rows(models, load_results(a.tfidf_tatoeba, "tatoeba"), load_results(a.tfidf_un, "un"))
     except (OSError, ValueError) as e:
@@ -353,6 +356,7 @@ def cmd_table2(a):
 def add_cli(sub) -> None:
     s = sub.add_parser("labse-table2", help="Feng et al. 2020 (LaBSE) Table 2: our UN P@1 and Tatoeba accuracies "
                                             "beside the paper's, with the random-init and TF-IDF baselines")
+    add_model_records_option(s)
     s.add_argument("--models", required=True, metavar="JSON",
                    help='a JSON list (or a file holding it): [{"name", "description", "paper_row", "tatoeba", '
                         '"tatoeba_init", "un", "un_init"}, ...], the last four paths to retrieval results or null')

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
+from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.evaluation.xsim import mean_over, pair_key
 from laser_repro.reporting.tables import fmt2
 
@@ -308,6 +309,11 @@ def cmd_tables(a):
 
     from laser_repro.core.textio import read_json
 
+    if a.model_records is not None:
+        try:
+            check_model_records(a.model_records)
+        except ValueError as err:
+            raise SystemExit(f"multienc-tables: {err}") from None
     models = json.loads(a.models)  # a list, in the order of --similarity
     if len(models) != len(a.similarity):
         raise SystemExit(f"multienc-tables: {len(models)} models but {len(a.similarity)} --similarity files")
@@ -330,6 +336,7 @@ def add_cli(sub) -> None:
                                                "beside the paper's, with the random-init and TF-IDF baselines")
     s.add_argument("--similarity", nargs="+", required=True, metavar="JSON",
                    help="per model: {similarity, init} (laser-repro similarity)")
+    add_model_records_option(s)
     s.add_argument("--models", required=True, metavar="JSON",
                    help='[{"name", "description", "paper_rows"}, ...] in the order of --similarity')
     s.add_argument("--tfidf", nargs="*", default=[], metavar="JSON", help="the TF-IDF baseline's similarity-error matrix")

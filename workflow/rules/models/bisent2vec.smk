@@ -34,6 +34,7 @@ rule bisent2vec_train:
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
         initial="results/{run}/models/{model}/checkpoint_init.pt",
+        record="results/{run}/models/{model}/model_record.json",
         curves="results/{run}/models/{model}/curves.json",
     log:
         "results/{run}/logs/{model}/train.log",
@@ -44,7 +45,8 @@ rule bisent2vec_train:
     params:
         data=lambda w: f"{RUN}/nway/{BISENT2VEC[w.model]['data']}",
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w, input: shell_quote_json(PLAN.bisent2vec_settings(w.model, vocab=input.vocab)),
+        # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
+        settings=lambda w: shell_quote_json(model_train_settings(w.model)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: lambda w: BISENT2VEC[w.model]["train"]["threads"] or workflow.cores
     resources:
@@ -54,7 +56,7 @@ rule bisent2vec_train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --family bisent2vec --data {params.data:q} --save-dir {params.save_dir:q}"
-               " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
+               " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
 
@@ -180,6 +182,7 @@ rule extract_europarl:
 rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are configured) and the pairs table
     input:
         unpack(bisent2vec_table_inputs),
+        records=lambda w: [model_record_file(name) for name in BISENT2VEC],
     output:
         [f"results/tables/{{run}}/bisent2vec_2019/{t}.{ext}" for t in bisent2vec_tables() for ext in ("md", "csv")],
     log:
@@ -188,10 +191,12 @@ rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are confi
         out_dir=lambda w, output: os.path.dirname(output[0]),
         models=lambda w: shell_quote_json(bisent2vec_table_models()),
         baselines=lambda w, input: bisent2vec_baseline_args(input),
+        records=lambda w: model_records_arg(BISENT2VEC),
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bisent2vec-tables --models {params.models} {params.baselines} --out-dir {params.out_dir:q}"
+               " --model-records {params.records}"
                " --run-name {wildcards.run:q}")
 
 

@@ -42,8 +42,8 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
     params:
         data=lambda w: f"{RUN}/nway/{LABSE[PLAN.labse_pretrainings[w.pretraining]]['data']}",
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w, input: shell_quote_json(PLAN.labse_settings(PLAN.labse_pretrainings[w.pretraining],
-                                                                       "pretrain", tokenizer=input.tokenizer)),
+        # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
+        settings=lambda w: shell_quote_json(labse_pretrain_settings(w.pretraining)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
@@ -65,6 +65,7 @@ rule labse_train:
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
         initial="results/{run}/models/{model}/checkpoint_init.pt",
+        record="results/{run}/models/{model}/model_record.json",
         curves="results/{run}/models/{model}/curves.json",
     log:
         "results/{run}/logs/{model}/train.log",
@@ -75,8 +76,7 @@ rule labse_train:
     params:
         data=lambda w: f"{RUN}/nway/{LABSE[w.model]['data']}",
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w, input: shell_quote_json(PLAN.labse_settings(
-            w.model, "dual", tokenizer=input.tokenizer, init_checkpoint=input.pretrained[0] if input.pretrained else None)),
+        settings=lambda w: shell_quote_json(model_train_settings(w.model)),  # wildcards only (see labse_pretrain)
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
@@ -86,7 +86,7 @@ rule labse_train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
-               " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
+               " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
 
@@ -139,6 +139,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
         un=lambda w: [f"{RUN}/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_un() else [],
         un_tfidf=lambda w: [f"{RUN}/labse_un_tfidf.json"] if labse_un() else [],
+        records=lambda w: [model_record_file(name) for name in LABSE],
     output:
         md="results/tables/{run}/labse_2020/table2.md",
         csv=report("results/tables/{run}/labse_2020/table2.csv", category="Similarity search", caption="../../report/table.rst"),
@@ -155,8 +156,10 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
             for name, m in LABSE.items()]),
         tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
                                          *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
+        records=lambda w: model_records_arg(LABSE),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --md {output.md:q}"
+        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records}"
+               " --md {output.md:q}"
                " --csv {output.csv:q} --run-name {wildcards.run:q}")

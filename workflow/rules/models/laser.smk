@@ -34,7 +34,8 @@ rule binarize_pair:
 # Besides the final checkpoint: the model at update 0 (same seed; the random-encoder baseline) and, with
 # flores_eval, the learning curves measured during training (laser_repro.evaluation.curves).
 TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
-                 "initial": "results/{run}/models/{variant}/checkpoint_init.pt"}
+                 "initial": "results/{run}/models/{variant}/checkpoint_init.pt",
+                 "record": "results/{run}/models/{variant}/model_record.json"}
 if FLORES:
     TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
 
@@ -53,7 +54,8 @@ rule laser_train:
         # beside checkpoint_final.pt, not an output (see above)
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
         curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if FLORES else "",
-        config_json=lambda w, input: shell_quote_json(train_settings(w.variant, input)),
+        # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
+        config_json=lambda w: shell_quote_json(model_train_settings(w.variant)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
@@ -63,7 +65,7 @@ rule laser_train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
-               " --final {output.final:q} --initial {output.initial:q} {params.curves} --threads {threads}"
+               " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} {params.curves} --threads {threads}"
                " --launcher {params.launcher:q} --settings {params.config_json}",
                keys=["model", "train", "targets", "ablations", "flores_eval"])
 

@@ -8,6 +8,7 @@ rule multienc_train:
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
         initial="results/{run}/models/{model}/checkpoint_init.pt",
+        record="results/{run}/models/{model}/model_record.json",
         curves="results/{run}/models/{model}/curves.json",
     log:
         "results/{run}/logs/{model}/train.log",
@@ -17,7 +18,7 @@ rule multienc_train:
         model=alternatives(MULTIENC),
     params:
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w: shell_quote_json(PLAN.multienc_settings(w.model)),
+        settings=lambda w: shell_quote_json(model_train_settings(w.model)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
@@ -27,7 +28,7 @@ rule multienc_train:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
-               " --final {output.final:q} --initial {output.initial:q} --curves {output.curves:q}"
+               " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
 
@@ -36,6 +37,7 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
     input:
         results=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in MULTIENC],
         tfidf=lambda w: sorted({f"{RUN}/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
+        records=lambda w: [model_record_file(name) for name in MULTIENC],
     output:
         expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv"]),
     log:
@@ -44,8 +46,10 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         out_dir=lambda w, output: os.path.dirname(output[0]),
         models=lambda w: shell_quote_json([{"name": name, "description": m.get("description", name),
                                             "paper_rows": list(m["paper_rows"])} for name, m in MULTIENC.items()]),
+        records=lambda w: model_records_arg(MULTIENC),
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
-               " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}")
+               " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}"
+               " --model-records {params.records}")
