@@ -1,0 +1,190 @@
+"""Training speed of LASER's paper architecture on one GPU: our fairseq plugin beside fairseq's own
+reference trainer (``fairseq/examples/laser/laser_src``, shipped in the fairseq wheel), on the same
+binarized data, fp32 and bf16.
+
+    python scripts/benchmark_laser_gpu.py --out laser_gpu.json [--updates 150] [--max-tokens 8000]
+
+Data: synthetic (binarized twice: ours reads fairseq's mmap format, the reference its older "lazy" one), 4 source languages -> 2 target languages (as the paper: English and Spanish targets),
+a 50,000-symbol joint dictionary (the paper's BPE vocabulary size), sentence lengths 5-50 tokens drawn
+uniformly; the speed of an LSTM encoder-decoder depends on the lengths and the vocabulary, not on the
+words. Architecture: the paper's (5-layer BiLSTM 512 encoder, embeddings 320, one 2048 LSTM decoder
+layer, 32-d language embedding). ``--max-tokens`` per GPU: the paper's 128k tokens per update over 16
+GPUs is 8k per GPU (``update_freq`` 1).
+
+Figures: target tokens per second (fairseq's ``wps``, median of the logged intervals after the first),
+peak GPU memory (``torch.cuda.max_memory_allocated`` of the training process). Needs a CUDA GPU, torch
+and fairseq (fairseq-fixed 0.12.3.1), the package from ``src/`` (``PYTHONPATH=src``); ``--cpu`` runs the
+same plumbing on the CPU (tiny sizes: a check of the script, not a benchmark).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC_LANGS = ("deu", "fra", "rus", "cmn")
+TGT_LANGS = ("eng", "spa")
+CPU = False  # --cpu
+PAPER_MODEL = {"encoder_layers": 5, "encoder_hidden_size": 512, "encoder_embed_dim": 320,
+               "decoder_hidden_size": 2048, "decoder_embed_dim": 320, "decoder_lang_embed_dim": 32,
+               "dropout": 0.1}
+
+# the training process: prints its peak GPU memory after fairseq returns (same interpreter, same argv)
+RUNNER = """
+import sys, json, torch
+from fairseq_cli.train import cli_main
+sys.argv = ["fairseq-train", *json.loads(sys.argv[1])]
+try:
+    cli_main()
+finally:
+    print("PEAK_GPU_BYTES", torch.cuda.max_memory_allocated(), flush=True)
+"""
+
+
+def write_data(root: Path, vocab: int, sentences: int, seed: int) -> Path:
+    """BPE-like text with symbols w0..w{vocab-1}, a fairseq dict.txt, then our binarization."""
+    from laser_repro.models.laser import fairseq_bridge
+
+    rng = random.Random(seed)
+    text = root / "text"
+    text.mkdir(parents=True)
+    with open(root / "dict.txt", "w") as f:
+        for i in range(vocab):
+            f.write(f"w{i} {vocab - i}\n")
+    for src in SRC_LANGS:
+        for tgt in TGT_LANGS:
+            prefix = text / f"{src}-{tgt}"
+            with open(f"{prefix}.{src}", "w") as fs, open(f"{prefix}.{tgt}", "w") as ft:
+                for _ in range(sentences):
+                    n = rng.randint(5, 50)
+                    fs.write(" ".join(f"w{rng.randrange(vocab)}" for _ in range(n)) + "\n")
+                    ft.write(" ".join(f"w{rng.randrange(vocab)}" for _ in range(max(3, n + rng.randint(-3, 3)))) + "\n")
+            fairseq_bridge.binarize_pair(src, tgt, prefix, root / "dict.txt", root / "bin", workers=4)
+            # the reference task reads fairseq's older IndexedDataset format only (--dataset-impl lazy)
+            subprocess.run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src, "--target-lang", tgt,
+                            "--trainpref", str(prefix), "--destdir", str(root / "bin_lazy"), "--srcdict",
+                            str(root / "dict.txt"), "--tgtdict", str(root / "dict.txt"), "--dataset-impl", "lazy",
+                            "--workers", "4"], check=True, capture_output=True)
+    for d in ("bin", "bin_lazy"):
+        (root / d / "dict.txt").write_text((root / "dict.txt").read_text())
+    return root / "bin"
+
+
+def ours_argv(data: Path, save: Path, updates: int, max_tokens: int, precision: str) -> list[str]:
+    from laser_repro.models.laser import fairseq_bridge
+
+    pairs = [f"{s}-{t}" for s in SRC_LANGS for t in TGT_LANGS]
+    train = {"lr": 0.001, "max_tokens": max_tokens, "update_freq": 1, "max_epoch": 1000, "seed": 1,
+             "log_interval": 25, "max_update": updates}
+    argv = fairseq_bridge.fairseq_train_argv(str(data), str(save), pairs, list(TGT_LANGS), PAPER_MODEL, train,
+                                             cpu=CPU, validate=False)
+    return argv + _precision_flags(precision) + ["--no-save"] + (["--cpu"] if CPU else [])
+
+
+def reference_argv(data: Path, save: Path, updates: int, max_tokens: int, precision: str) -> list[str]:
+    """fairseq's examples/laser command line (its README's), same dimensions, same data."""
+    import fairseq
+
+    user_dir = Path(fairseq.__file__).parent / "examples" / "laser" / "laser_src"
+    data = data.parent / "bin_lazy"
+    config = {"src_vocab": str(data / "dict.txt"), "tgt_vocab": str(data / "dict.txt"),
+              "train": [{"type": "translation", "id": TGT_LANGS.index(t), "src": str(data / f"train.{s}-{t}.{s}"),
+                         "tgt": str(data / f"train.{s}-{t}.{t}")} for s in SRC_LANGS for t in TGT_LANGS],
+              "valid": [{"type": "translation", "id": 0, "src": "/unused", "tgt": "/unused"}]}
+    cfg_path = save.parent / f"reference_{precision}.json"
+    cfg_path.write_text(json.dumps(config))
+    return [str(cfg_path), "--user-dir", str(user_dir), "--log-interval", "25", "--log-format", "json",
+            "--task", "laser", "--arch", "laser_lstm", "--save-dir", str(save), "--optimizer", "adam",
+            "--lr", "0.001", "--lr-scheduler", "fixed", "--clip-norm", "5", "--update-freq", "1",
+            "--dropout", "0.1", "--encoder-dropout-out", "0.1", "--max-tokens", str(max_tokens),
+            "--max-update", str(updates), "--encoder-bidirectional", "--encoder-layers", "5",
+            "--encoder-hidden-size", "512", "--decoder-layers", "1", "--decoder-hidden-size", "2048",
+            "--encoder-embed-dim", "320", "--decoder-embed-dim", "320", "--decoder-lang-embed-dim", "32",
+            "--disable-validation", "--no-save", "--seed", "1", "--num-workers", "0",
+            *_precision_flags(precision), *(["--cpu"] if CPU else [])]
+
+
+def _precision_flags(precision: str) -> list[str]:
+    return {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}[precision]
+
+
+def run(argv: list[str], log_path: Path, timeout: int) -> dict:
+    t0 = time.time()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(argv)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    wall = time.time() - t0
+    out = proc.stdout + proc.stderr
+    log_path.write_text(out)
+    wps, peak = [], None
+    for line in out.splitlines():
+        if line.startswith("PEAK_GPU_BYTES"):
+            peak = int(line.split()[1])
+        brace = line.find("{")
+        if "train_inner" in line and brace >= 0:
+            try:
+                wps.append(float(json.loads(line[brace:])["wps"]))
+            except (ValueError, KeyError):
+                pass
+    result = {"returncode": proc.returncode, "wall_s": round(wall, 1), "wps_intervals": wps,
+              "target_tokens_per_s": statistics.median(wps[1:]) if len(wps) > 1 else (wps[0] if wps else None),
+              "peak_gpu_gib": round(peak / 2**30, 2) if peak else None}
+    if proc.returncode:
+        result["error_tail"] = out[-2000:]
+    return result
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--updates", type=int, default=150)
+    p.add_argument("--max-tokens", type=int, default=8000)
+    p.add_argument("--sentences", type=int, default=20000, help="per language pair")
+    p.add_argument("--vocab", type=int, default=50000)
+    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    p.add_argument("--timeout", type=int, default=300, help="per training run, seconds")
+    p.add_argument("--cpu", action="store_true", help="check the script on the CPU (tiny model; no figures)")
+    a = p.parse_args()
+    import torch
+
+    global CPU
+    CPU = a.cpu
+    if CPU:
+        PAPER_MODEL.update(encoder_layers=1, encoder_hidden_size=16, encoder_embed_dim=16, decoder_hidden_size=32,
+                           decoder_embed_dim=16, decoder_lang_embed_dim=4)
+    elif not torch.cuda.is_available():
+        print("benchmark_laser_gpu: no CUDA GPU visible", file=sys.stderr)
+        return 2
+    figures = {"gpu": "cpu" if CPU else torch.cuda.get_device_name(0), "torch": torch.__version__,
+               "cuda": torch.version.cuda, "updates": a.updates, "max_tokens": a.max_tokens,
+               "model": PAPER_MODEL, "runs": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        t0 = time.time()
+        data = write_data(tmp / "data", a.vocab, a.sentences, seed=1)
+        figures["data_s"] = round(time.time() - t0, 1)
+        for precision in a.precisions:
+            for name, make in (("ours", ours_argv), ("reference", reference_argv)):
+                save = tmp / f"{name}_{precision}"
+                save.mkdir()
+                r = run(make(data, save, a.updates, a.max_tokens, precision), tmp / f"{name}_{precision}.log",
+                        a.timeout)
+                figures["runs"][f"{name}_{precision}"] = r
+                print(name, precision, {k: v for k, v in r.items() if k != "wps_intervals"}, flush=True)
+            ours, ref = (figures["runs"][f"{n}_{precision}"]["target_tokens_per_s"] for n in ("ours", "reference"))
+            if ours and ref:
+                figures[f"speedup_{precision}"] = round(ours / ref, 2)
+    Path(a.out).write_text(json.dumps(figures, indent=1))
+    print(json.dumps({k: v for k, v in figures.items() if k != "runs"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
