@@ -6,7 +6,7 @@ import sys
 from laser_repro import config as run_config
 from laser_repro.core import languages
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
-from laser_repro.evaluation import bucc
+from laser_repro.evaluation import bucc, europarl
 from laser_repro.data import corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
@@ -175,8 +175,7 @@ def europarl_file(src, tgt, side):
 
 
 #: languages with a Europarl v7 xx-en release (no Russian, no Chinese: the paper's Table 3 has no en-ru)
-EUROPARL_LANGUAGES = {"bul", "ces", "dan", "deu", "ell", "spa", "est", "fin", "fra", "hun", "ita", "lit", "lav",
-                      "nld", "pol", "por", "ron", "slk", "slv", "swe"}
+EUROPARL_LANGUAGES = frozenset(europarl.EUROPARL_LANGUAGES)
 
 
 def bisent2vec_words_directions(name):
