@@ -426,6 +426,23 @@ def opus_url(w):
                                   base_url=CFG["opus"]["base_url"])
 
 
+def opus_pair_url_args(w):
+    """--pair-url for every configured pair of rule download_opus's OPUS corpus and version (quoted): with
+    allow_absent_pairs, a missing zip is an absent pair only if another of them exists."""
+    urls = []
+    for b in PLAN.bitexts:
+        c = PLAN.corpora[b.corpus]
+        if c["kind"] == "opus" and c["corpus"] == w.opus_corpus and c["version"] == w.version:
+            codes = (languages.opus_code(b.src, c.get("codes")), languages.opus_code(b.tgt, c.get("codes")))
+            urls.append(corpora.opus_moses_url(w.opus_corpus, w.version, *codes, base_url=CFG["opus"]["base_url"]))
+    return " ".join(f"--pair-url {shlex.quote(u)}" for u in dict.fromkeys(urls))
+
+
+def fetch_urls(urls):
+    """`laser-repro fetch`'s --url and --alternative arguments (quoted) of URLs tried in this order."""
+    return " ".join([f"--url {shlex.quote(urls[0])}", *(f"--alternative {shlex.quote(u)}" for u in urls[1:])])
+
+
 SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not PLAN.archive_parts(n)]
 PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and PLAN.archive_parts(n)]
 

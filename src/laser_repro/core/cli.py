@@ -55,7 +55,7 @@ def cmd_fetch(a):
         raise download.DownloadError(f"mirror directory {a.mirror} does not exist (--mirror, config opus.mirror)")
     try:
         record = download.fetch_first(urls, Path(a.dest), sha256=a.sha256, retries=a.retries,
-                                      deadline=a.deadline or None)
+                                      deadline=a.deadline or None, verify_as=a.verify_as)
     except download.NotFoundError:
         if not a.absent_ok:
             raise
@@ -93,6 +93,8 @@ def add_cli(sub) -> None:
                    help="another URL of the same file, tried (in the order given) when --url fails")
     s.add_argument("--dest", required=True)
     s.add_argument("--sha256")
+    s.add_argument("--verify-as", metavar="NAME",
+                   help="check the file as the archive kind this name's suffix says (default: --dest's name)")
     s.add_argument("--retries", type=int, default=5)
     s.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE, metavar="SECONDS",
                    help=f"total seconds one HTTP attempt may take (default {DEFAULT_DEADLINE:g}; 0: no limit); "

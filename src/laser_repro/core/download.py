@@ -434,6 +434,7 @@ def fetch_with_record(
     backoff: float = 2.0,
     timeout: float = 60,
     deadline: float | None = DEFAULT_DEADLINE,
+    verify_as: str | None = None,
     progress: bool = True,
 ) -> dict:
     """Download ``url`` (http/https/file URL or local path) to ``dest``; return a provenance record
@@ -448,7 +449,8 @@ def fetch_with_record(
     failures (so at most ``retries + 1`` requests); the k-th retry waits
     ``backoff * 2**(k-1)`` seconds (capped at :data:`MAX_BACKOFF`).  ``timeout`` is the
     socket timeout in seconds (each read), ``deadline`` the total seconds one HTTP attempt may
-    take (None: no limit).  See the module docstring for the verification and
+    take (None: no limit); ``verify_as`` the file name whose suffix says what the file is (default: the
+    name of ``dest``; an OPUS zip saved under another name).  See the module docstring for the verification and
     cleanup guarantees.  Raises :class:`DownloadError` (or its subclass
     :class:`ChecksumMismatchError`).
     """
@@ -516,8 +518,8 @@ def fetch_with_record(
         if want_sha is not None and digest != want_sha:
             raise ChecksumMismatchError(url_s, want_sha, digest, nbytes)
         try:  # before the rename: a broken archive or an HTML page must not be cached (the next run would reuse it)
-            if verify_archive(part, dest.name) is None:
-                check_not_html(part, content_type, dest.name)
+            if verify_archive(part, verify_as or dest.name) is None:
+                check_not_html(part, content_type, verify_as or dest.name)
         except CorruptDownloadError as e:
             raise CorruptDownloadError(
                 f"{url_s}: the downloaded file ({nbytes} bytes) is {e}; nothing was saved at {dest}. "
