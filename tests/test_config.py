@@ -235,3 +235,19 @@ def test_tokens_per_update_is_planned_in_one_place():
     assert "train.tokens_per_update=" in error_of(cfg, source="toy.yaml")
     t["tokens_per_update"] -= 1
     config.validate(cfg, source="toy.yaml")
+
+
+def test_download_alternatives_have_the_shape_of_url():
+    from pathlib import Path
+
+    from laser_repro.config import ConfigError, Plan, load, validate
+
+    cfg = load(Path(__file__).resolve().parents[1] / "config" / "labse_2020.yaml")
+    plan = Plan(cfg)
+    assert plan.archive_urls("un_6way", 3)[0].endswith("UNv1.0.6way.tar.gz.03")
+    assert all(u.endswith("UNv1.0.6way.tar.gz.03") for u in plan.archive_urls("un_6way", 3))
+    assert len(plan.archive_urls("un_testset")) == 3
+    bad = copy.deepcopy(cfg)
+    bad["corpora"][0]["download"]["alternatives"] = [["https://a.example/UNv1.0.6way.tar.gz.00", "https://a.example/UNv1.0.6way.tar.gz.01"]]
+    with pytest.raises(ConfigError, match=r"un_6way\)\.download\.alternatives\[0\]: a list of 4 part URLs"):
+        validate(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import http.server
 import socket
 import threading
@@ -45,6 +46,9 @@ def server(tmp_path):
     /nolength/NAME  the file without a Content-Length header
     /error500/NAME  always 500
     /stall/NAME     headers + half the body, then hangs until teardown
+    /trickle/NAME   headers, then one byte every 0.05 s (never a read timeout)
+    /html/NAME      an HTML page with status 200 (Content-Type text/html), whatever NAME
+    /htmlbody/NAME  the same page sent as text/plain
     """
     root = tmp_path / "srv"
     root.mkdir()
@@ -67,6 +71,14 @@ def server(tmp_path):
             if mode == "error500":
                 self.send_error(500, "Internal Server Error")
                 return
+            if mode in ("html", "htmlbody"):
+                page = b"<!DOCTYPE html>\n<html><head><title>Moved</title></head><body>gone</body></html>\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8" if mode == "html" else "text/plain")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return
             if mode == "flaky" and count <= 2:
                 self.send_error(503, "Service Unavailable")
                 return
@@ -81,6 +93,13 @@ def server(tmp_path):
             elif mode != "nolength":
                 self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            if mode == "trickle":
+                for i in range(len(body)):
+                    if state.release.wait(0.05):
+                        return
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                return
             if mode == "stall":
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()
@@ -458,3 +477,137 @@ def test_tarball_and_gzip_are_verified_before_commit(tmp_path):
     with pytest.raises(DownloadError, match="gzip"):
         fetch(gz, tmp_path / "res" / "t.txt.gz", **FAST)
     _no_leftovers(tmp_path / "res" / "t.txt.gz")
+
+
+# --------------------------------------------------------------------------- deadline, HTML, alternatives
+
+
+def test_trickling_server_hits_the_deadline_and_is_not_retried(server, tmp_path):
+    import time
+
+    _payload(server.root, n=3200)
+    dest = tmp_path / "data.bin"
+    t0 = time.monotonic()
+    with pytest.raises(DownloadError, match=r"longer than its deadline of 0\.5 s .*deadline") as ei:
+        fetch(f"{server.url}/trickle/data.bin", dest, retries=3, backoff=0.01, timeout=5, deadline=0.5, progress=False)
+    assert time.monotonic() - t0 < 3  # the 5-s read timeout never fires: a byte comes every 0.05 s
+    assert f"of {3200} bytes" in str(ei.value)
+    assert server.hits["/trickle/data.bin"] == 1
+    _no_leftovers(dest)
+
+
+def test_deadline_leaves_a_normal_download_alone(server, tmp_path):
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "data.bin"
+    fetch(f"{server.url}/files/data.bin", dest, sha256=digest, deadline=30, **FAST)
+    assert dest.read_bytes() == data
+    with pytest.raises(ValueError, match="deadline"):
+        fetch(f"{server.url}/files/data.bin", dest, deadline=0, **FAST)
+
+
+@pytest.mark.parametrize("mode", ["html", "htmlbody"])
+def test_html_page_is_not_stored_as_text(server, tmp_path, mode):
+    from laser_repro.core.download import CorruptDownloadError
+
+    url = f"{server.url}/{mode}/tatoeba.deu-eng.deu"
+    dest = tmp_path / "tatoeba-v1" / "tatoeba.deu-eng.deu"
+    with pytest.raises(CorruptDownloadError, match="HTML page") as ei:
+        fetch(url, dest, retries=2, **FAST)
+    assert url in str(ei.value) and ("text/html" in str(ei.value)) == (mode == "html")
+    assert server.hits[f"/{mode}/tatoeba.deu-eng.deu"] == 1  # a complete answer: not retried
+    _no_leftovers(dest)
+
+
+def test_html_copy_in_a_mirror_directory_is_refused(tmp_path):
+    from laser_repro.core.download import CorruptDownloadError
+
+    src = tmp_path / "mirror" / "de-en.5000-6500.txt"
+    src.parent.mkdir()
+    src.write_bytes(b"\xef\xbb\xbf  <HTML>\n<body>Access denied</body></HTML>\n")
+    with pytest.raises(CorruptDownloadError, match="HTML page"):
+        fetch(src, tmp_path / "res" / "de-en.txt", **FAST)
+    _no_leftovers(tmp_path / "res" / "de-en.txt")
+    # text that merely mentions a tag is data
+    src.write_text("<html> is a tag\tune balise\nhouse\tmaison\n")
+    assert fetch(src, tmp_path / "res" / "de-en.txt", **FAST).read_text() == src.read_text()
+
+
+def test_alternatives_are_tried_in_order_and_the_one_used_is_recorded(server, tmp_path):
+    from laser_repro.core.download import NotFoundError, fetch_first
+
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "archive.bin"
+    urls = [f"{server.url}/files/moved.bin", f"{server.url}/error500/data.bin", f"{server.url}/files/data.bin"]
+    rec = fetch_first(urls, dest, sha256=digest, retries=1, **FAST)
+    assert rec["url"] == urls[2] and dest.read_bytes() == data
+    assert [f["url"] for f in rec["failed"]] == urls[:2]
+    assert "404" in rec["failed"][0]["error"] and "HTTP 500" in rec["failed"][1]["error"]
+    assert server.hits["/error500/data.bin"] == 2  # each alternative gets its retries
+    dest.unlink()
+    with pytest.raises(NotFoundError, match=r"none of the 2 alternative URLs worked: \[1\] .*moved.*\[2\] .*gone"):
+        fetch_first(urls[:1] + [f"{server.url}/files/gone.bin"], dest, **FAST)
+    _no_leftovers(dest)
+
+
+def test_cli_fetch_records_the_alternative_used(server, tmp_path):
+    import json
+
+    from laser_repro import cli
+
+    _, data, digest = _payload(server.root)
+    dest = tmp_path / "res" / "data.bin"
+    spec = {"rule": "download_archive", "inputs": [], "outputs": [str(dest)], "log": None, "config": {},
+            "sources": [f"{dest}={server.url}/files/old-host.bin"]}
+    cli.main(["--provenance-json", json.dumps(spec), "fetch", "--url", f"{server.url}/files/old-host.bin",
+              "--alternative", f"{server.url}/files/data.bin", "--dest", str(dest), "--sha256", digest,
+              "--retries", "0"])
+    assert dest.read_bytes() == data
+    from laser_repro.provenance._common import read_sidecar
+
+    used = read_sidecar(dest)["runtime"]["download"]
+    assert used["url"] == f"{server.url}/files/data.bin" and used["sha256"] == digest
+    assert used["failed"][0]["url"] == f"{server.url}/files/old-host.bin"
+
+
+def test_url_exists(server, tmp_path):
+    from laser_repro.core.download import url_exists
+
+    _payload(server.root)
+    assert url_exists(f"{server.url}/files/data.bin", **{k: FAST[k] for k in ("backoff", "timeout")})
+    assert not url_exists(f"{server.url}/files/none.bin")
+    assert url_exists(server.root / "data.bin") and not url_exists((server.root / "none.bin").as_uri())
+    with pytest.raises(DownloadError, match="cannot tell.*HTTP 500"):
+        url_exists(f"{server.url}/error500/data.bin", retries=1, backoff=0.01)
+
+
+def test_cli_fetch_all_pairs_absent_is_an_error_naming_the_url_pattern(server, tmp_path):
+    """allow_absent_pairs: a 404 is an absent pair only when the corpus exists at that source."""
+    from laser_repro import cli
+    from laser_repro.core.download import NotFoundError
+    from laser_repro.data.corpora import absent_pair_url
+
+    mirror = server.root / "opus-mirror"
+    pairs = [("en", "kzj"), ("de", "en"), ("en", "fr")]
+    urls = [opus_moses_url("Tatoeba", "v2", s, t, base_url=BASE) for s, t in pairs]
+    dest = tmp_path / "res" / "en-kzj.txt.zip"
+
+    def fetch_kzj(mirror_url):
+        cli.main(["fetch", "--url", urls[0], "--dest", str(dest), "--retries", "0", "--absent-ok",
+                  "--base-url", BASE, "--mirror", mirror_url, *[a for u in urls for a in ("--pair-url", u)]])
+
+    # the mirror URL is mistyped (or the version wrong): every pair 404s -> an error, no absent record
+    with pytest.raises(NotFoundError, match=r"none of the 3 pair\(s\) of this corpus exists at "
+                       + re.escape(f"{server.url}/files/opus-mirorr/OPUS-Tatoeba/v2/moses/*.txt.zip")):
+        fetch_kzj(f"{server.url}/files/opus-mirorr")
+    assert not dest.exists()
+    # the right mirror has de-en: en-kzj is a true absent pair
+    _opus_zip(mirror / "OPUS-Tatoeba" / "v2" / "moses" / "de-en.txt.zip", "Tatoeba", "de", "en", 3)
+    fetch_kzj(f"{server.url}/files/opus-mirror")
+    with zipfile.ZipFile(dest) as zf:
+        assert absent_pair_url(zf) == f"{server.url}/files/opus-mirror/OPUS-Tatoeba/v2/moses/en-kzj.txt.zip (HTTP 404)"
+    # a local mirror directory without any pair of the corpus: the same error
+    dest.unlink()
+    (tmp_path / "empty-mirror").mkdir()
+    with pytest.raises(NotFoundError, match=r"none of the 3 pair\(s\)"):
+        fetch_kzj(str(tmp_path / "empty-mirror"))
+    assert not dest.exists()

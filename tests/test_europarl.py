@@ -277,3 +277,15 @@ def test_cli_end_to_end(tmp_path, monkeypatch):
               "--tgt-file", str(fr)])
     with pytest.raises(SystemExit, match="--encoder E --output OUT and/or --tfidf OUT"):
         main(["europarl-retrieval", "--src", "eng", "--tgt", "fra", "--src-file", str(en), "--tgt-file", str(fr)])
+
+
+def test_europarl_languages_are_registry_codes_of_the_v7_releases():
+    from laser_repro.core import languages
+    from laser_repro.evaluation.europarl import EUROPARL_LANGUAGES
+
+    # statmt.org/europarl/v7 publishes one xx-en.tgz per EU language of the release
+    v7 = {"bg", "cs", "da", "de", "el", "es", "et", "fi", "fr", "hu", "it", "lt", "lv", "nl", "pl", "pt", "ro",
+          "sk", "sl", "sv"}
+    assert {languages.get(code).paper for code in EUROPARL_LANGUAGES} == v7  # get() refuses unknown codes
+    assert europarl_url("lvs") == "https://www.statmt.org/europarl/v7/lv-en.tgz"
+    assert europarl_members("lvs") == ("europarl-v7.lv-en.lv", "europarl-v7.lv-en.en")

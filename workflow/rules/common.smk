@@ -6,7 +6,7 @@ import sys
 from laser_repro import config as run_config
 from laser_repro.core import languages
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
-from laser_repro.evaluation import bucc
+from laser_repro.evaluation import bucc, europarl
 from laser_repro.data import corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
@@ -214,8 +214,7 @@ def europarl_file(src, tgt, side):
 
 
 #: languages with a Europarl v7 xx-en release (no Russian, no Chinese: the paper's Table 3 has no en-ru)
-EUROPARL_LANGUAGES = {"bul", "ces", "dan", "deu", "ell", "spa", "est", "fin", "fra", "hun", "ita", "lit", "lav",
-                      "nld", "pol", "por", "ron", "slk", "slv", "swe"}
+EUROPARL_LANGUAGES = frozenset(europarl.EUROPARL_LANGUAGES)
 
 
 def bisent2vec_words_directions(name):
@@ -464,6 +463,23 @@ def opus_url(w):
     """The OPUS URL of rule download_opus's zip (OPUS language codes hold no '-')."""
     return corpora.opus_moses_url(w.opus_corpus, w.version, *w.zipname.split("-", 1),
                                   base_url=CFG["opus"]["base_url"])
+
+
+def opus_pair_url_args(w):
+    """--pair-url for every configured pair of rule download_opus's OPUS corpus and version (quoted): with
+    allow_absent_pairs, a missing zip is an absent pair only if another of them exists."""
+    urls = []
+    for b in PLAN.bitexts:
+        c = PLAN.corpora[b.corpus]
+        if c["kind"] == "opus" and c["corpus"] == w.opus_corpus and c["version"] == w.version:
+            codes = (languages.opus_code(b.src, c.get("codes")), languages.opus_code(b.tgt, c.get("codes")))
+            urls.append(corpora.opus_moses_url(w.opus_corpus, w.version, *codes, base_url=CFG["opus"]["base_url"]))
+    return " ".join(f"--pair-url {shlex.quote(u)}" for u in dict.fromkeys(urls))
+
+
+def fetch_urls(urls):
+    """`laser-repro fetch`'s --url and --alternative arguments (quoted) of URLs tried in this order."""
+    return " ".join([f"--url {shlex.quote(urls[0])}", *(f"--alternative {shlex.quote(u)}" for u in urls[1:])])
 
 
 SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not PLAN.archive_parts(n)]

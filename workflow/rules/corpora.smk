@@ -12,9 +12,10 @@ rule download_opus:
         mirror=lambda w: f"--mirror {shlex.quote(CFG['opus']['mirror'])}" if CFG["opus"].get("mirror") else "",
         sha=opus_sha256_arg,
         base=CFG["opus"]["base_url"],
-        absent_ok=lambda w: "--absent-ok" if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values()
-                                                 if c.get("corpus") == w.opus_corpus) else "",
+        absent_ok=lambda w: f"--absent-ok {opus_pair_url_args(w)}"
+        if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values() if c.get("corpus") == w.opus_corpus) else "",
         retries=CFG["opus"]["retries"],
+        deadline=CFG["opus"]["deadline_s"],
         sources=downloaded_from(opus_url),
     retries: 1
     resources:
@@ -23,7 +24,8 @@ rule download_opus:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
-               " --retries {params.retries:q} --base-url {params.base:q} {params.mirror} {params.absent_ok}",
+               " --retries {params.retries:q} --deadline {params.deadline:q} --base-url {params.base:q}"
+               " {params.mirror} {params.absent_ok}",
                keys=["opus"], sources=True)
 
 
@@ -35,18 +37,20 @@ rule download_archive:
     wildcard_constraints:
         corpus=alternatives(SINGLE_ARCHIVES),
     params:
-        url=lambda w: PLAN.corpora[w.corpus]["download"]["url"],
+        urls=lambda w: fetch_urls(PLAN.archive_urls(w.corpus)),
+        kind=lambda w: PLAN.archive_kind_name(w.corpus),
         sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
         if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
         retries=CFG["opus"]["retries"],
+        deadline=CFG["opus"]["deadline_s"],
         sources=downloaded_from(lambda w: PLAN.corpora[w.corpus]["download"]["url"]),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
-               keys=["corpora"], sources=True)
+        logged("laser-repro fetch {params.urls} --dest {output:q} --verify-as {params.kind:q} {params.sha}"
+               " --retries {params.retries:q} --deadline {params.deadline:q}", keys=["corpora"], sources=True)
 
 
 rule download_archive_part:  # one part of an archive published in parts (the UN corpus's UNv1.0.6way.tar.gz.0*)
@@ -57,16 +61,17 @@ rule download_archive_part:  # one part of an archive published in parts (the UN
     wildcard_constraints:
         corpus=alternatives(PARTED_ARCHIVES),
     params:
-        url=lambda w: PLAN.archive_parts(w.corpus)[int(w.k)],
+        urls=lambda w: fetch_urls(PLAN.archive_urls(w.corpus, int(w.k))),
         retries=CFG["opus"]["retries"],
+        deadline=CFG["opus"]["deadline_s"],
         sources=downloaded_from(lambda w: PLAN.archive_parts(w.corpus)[int(w.k)]),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
-               keys=["corpora"], sources=True)
+        logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
+               " --deadline {params.deadline:q}", keys=["corpora"], sources=True)
 
 
 rule join_archive_parts:
@@ -112,14 +117,15 @@ rule download_tatoeba_test:
     params:
         url=lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side),
         retries=CFG["opus"]["retries"],
+        deadline=CFG["opus"]["deadline_s"],
         sources=downloaded_from(lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side)),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
-               keys=["evaluation.tatoeba.url"], sources=True)
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}"
+               " --deadline {params.deadline:q}", keys=["evaluation.tatoeba.url"], sources=True)
 
 
 rule extract_bitext:

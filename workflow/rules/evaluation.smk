@@ -46,13 +46,14 @@ rule download_eval:
                                              "--mirror", f"{EVAL['mirror'].rstrip('/')}/{w.host}"])
         if EVAL.get("mirror") else "",
         retries=EVAL["retries"],
+        deadline=EVAL["deadline_s"],
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
-               " {params.mirror}")
+               " --deadline {params.deadline:q} {params.mirror}")
 
 
 localrules: download_eval

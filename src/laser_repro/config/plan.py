@@ -55,6 +55,22 @@ class Bitext:
         return f"{self.src}-{self.tgt}"
 
 
+def opus_download(corpus: dict, base_url: str | None = None) -> dict:
+    """A local corpus whose ``download`` names an OPUS corpus and version, with that download's ``url`` and
+    ``member`` filled in: the moses zip of its two languages (their ``code_column`` codes) below the OPUS
+    server (``base_url``: config opus.base_url), built by :func:`laser_repro.data.opus.opus_moses_url` (language codes sorted as OPUS sorts them),
+    and the member template of its text files (``{code}``: a language's code)."""
+    from laser_repro.data.opus import OPUS_BASE_URL, opus_moses_members, opus_moses_url
+
+    spec = corpus["download"]["opus"]
+    if len(corpus["languages"]) != 2:
+        raise ValueError(f"corpus {corpus['name']!r}: download.opus needs exactly two languages (an OPUS pair)")
+    codes = [getattr(languages.get(lang), corpus.get("code_column", "flores")) for lang in corpus["languages"]]
+    member = opus_moses_members(spec["corpus"], *codes)[0].removesuffix(f".{codes[0]}") + ".{code}"
+    url = opus_moses_url(spec["corpus"], spec["version"], *codes, base_url=base_url or OPUS_BASE_URL)
+    return {**corpus, "download": {**corpus["download"], "url": url, "member": member}}
+
+
 class Plan:
     """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
 
@@ -63,7 +79,11 @@ class Plan:
 
     @cached_property
     def corpora(self) -> dict[str, dict]:
-        return {c["name"]: c for c in self.config["corpora"]}
+        """name -> corpus settings; a download given as ``opus: {corpus, version}`` gets its ``url`` and
+        ``member`` (:func:`opus_download`)."""
+        base_url = self.config.get("opus", {}).get("base_url")
+        return {c["name"]: opus_download(c, base_url) if "opus" in c.get("download", {}) else c
+                for c in self.config["corpora"]}
 
     @property
     def laser(self) -> bool:
@@ -187,6 +207,19 @@ class Plan:
         """The URLs of a corpus archive published in parts (download.url a list), else []."""
         url = self.corpora[corpus]["download"]["url"]
         return [] if isinstance(url, str) else list(url)
+
+    def archive_kind_name(self, corpus: str) -> str:
+        """A file name whose suffix says what kind of archive the corpus download is (fetch --verify-as):
+        the URL's for an OPUS zip (``download.opus``), else ``archive.tar.gz`` (the workflow's name)."""
+        download = self.corpora[corpus]["download"]
+        return download["url"].rsplit("/", 1)[-1] if "opus" in download else "archive.tar.gz"
+
+    def archive_urls(self, corpus: str, part: int | None = None) -> list[str]:
+        """The URLs of a corpus archive (or of its part ``part``), in the order they are tried:
+        download.url, then each of download.alternatives."""
+        download = self.corpora[corpus]["download"]
+        choices = [download["url"], *download.get("alternatives", [])]
+        return [c if part is None else c[part] for c in choices]
 
     @cached_property
     def compared_models(self) -> dict[str, str]:

@@ -321,6 +321,15 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                     raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv")
         if corpus.get("first_n") and corpus.get("max_pairs"):
             raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
+        download = corpus.get("download") or {}
+        if "opus" in download and download.get("alternatives"):
+            raise ConfigError(f"{source}: {where}.download.alternatives: not with download.opus (an OPUS "
+                              f"server other than opus.base_url: set opus.base_url or opus.mirror)")
+        for i, alternative in enumerate(download.get("alternatives", [])):
+            parts = 1 if isinstance(download["url"], str) else len(download["url"])
+            if (1 if isinstance(alternative, str) else len(alternative)) != parts:
+                raise ConfigError(f"{source}: {where}.download.alternatives[{i}]: "
+                                  f"{'one URL' if parts == 1 else f'a list of {parts} part URLs'} as download.url")
     _check_models(config, source, origin or Origin(), known)
     if "model" not in config:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):

@@ -15,9 +15,17 @@ Main entry point: :func:`fetch`.
     and its members pass their CRC check, a tar (``.tar``, ``.tar.gz``, ``.tgz``, ...) must list
     to its end, a ``.gz`` / ``.bz2`` / ``.xz`` file must decompress; otherwise
     :class:`CorruptDownloadError` names the URL and the reason (not retried: a complete transfer
-    of a broken file; the server or mirror copy needs fixing), and nothing is cached at ``dest``.
+    of a broken file; the server or mirror copy needs fixing), and nothing is cached at ``dest``,
+  - any other file (plain text: a Tatoeba file, a MUSE dictionary) must not be an HTML page
+    (:func:`check_not_html`: a ``text/html`` answer or a body that starts as HTML -- a login, error
+    or "moved" page served with status 200), with the same :class:`CorruptDownloadError`.
 
-* Connection errors, timeouts, HTTP 5xx / 408 / 425 / 429 and truncated transfers are
+* Each HTTP attempt has a total ``deadline`` (seconds, :data:`DEFAULT_DEADLINE`) besides the
+  per-read ``timeout``: a server that trickles a byte now and then never trips the read timeout.
+  An attempt past its deadline is not retried (the same server would be as slow again); the error
+  says how far it got and names the setting.
+
+* Connection errors, read timeouts, HTTP 5xx / 408 / 425 / 429 and truncated transfers are
   retried with exponential backoff (``backoff * 2**k`` seconds before retry ``k + 1``,
   capped at :data:`MAX_BACKOFF`).  Other HTTP errors (404 in particular) fail at once.
 * A checksum mismatch of a *complete* file (its length was verified) is **not** retried:
@@ -57,6 +65,9 @@ __all__ = [
     "CorruptDownloadError",
     "NotFoundError",
     "verify_archive",
+    "check_not_html",
+    "url_exists",
+    "fetch_first",
     "fetch",
     "fetch_with_record",
     "sha256_file",
@@ -72,6 +83,10 @@ CHUNK_SIZE = 1 << 20
 MAX_BACKOFF = 120.0
 #: HTTP status codes that are worth retrying (besides every 5xx).
 RETRY_STATUS = frozenset({408, 425, 429})
+#: Total seconds one HTTP attempt may take (config opus.deadline_s / evaluation.deadline_s, `fetch --deadline`).
+#: Generous on purpose: the largest file a shipped config downloads, OPUS ParaCrawl v4 en-fr (3.4 GiB in
+#: opustools' index), fits at an average of 170 KiB/s; a trickling server is still stopped the same day.
+DEFAULT_DEADLINE = 6 * 3600.0
 USER_AGENT = "laser-repro-downloader/0.1 (+https://github.com/facebookresearch/LASER reproduction)"
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -101,8 +116,16 @@ class CorruptDownloadError(DownloadError):
     """The downloaded bytes are not a readable archive of the kind ``dest`` names (zip, tar, gzip...)."""
 
 
+class DeadlineExceededError(DownloadError):
+    """One HTTP attempt ran past its total deadline (the server sends, but too slowly)."""
+
+
 class _Retryable(Exception):
     """Internal: a transient failure of one attempt."""
+
+
+class _DeadlinePassed(Exception):
+    """Internal: the attempt's deadline passed after ``args[0]`` bytes."""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -189,14 +212,20 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
     )
 
 
-def _copy_stream(src, dst, total: int | None, desc: str, progress: bool) -> tuple[int, str]:
-    """Copy a binary stream to a binary file; return (bytes, sha256 hex)."""
+def _copy_stream(src, dst, total: int | None, desc: str, progress: bool,
+                 deadline_at: float | None = None) -> tuple[int, str]:
+    """Copy a binary stream to a binary file; return (bytes, sha256 hex).
+
+    ``deadline_at`` (a :func:`time.monotonic` time): checked after every read; the stream's
+    ``read1`` is used when it has one, which returns what one receive brings instead of waiting for
+    a full chunk, so a trickle is noticed within one read timeout of the deadline."""
     h = hashlib.sha256()
     n = 0
+    read = getattr(src, "read1", src.read) if deadline_at is not None else src.read
     bar = _progress_bar(total, desc, progress)
     try:
         while True:
-            block = src.read(CHUNK_SIZE)
+            block = read(CHUNK_SIZE)
             if not block:
                 break
             dst.write(block)
@@ -204,6 +233,8 @@ def _copy_stream(src, dst, total: int | None, desc: str, progress: bool) -> tupl
             n += len(block)
             if bar is not None:
                 bar.update(len(block))
+            if deadline_at is not None and time.monotonic() > deadline_at:
+                raise _DeadlinePassed(n)
     finally:
         if bar is not None:
             bar.close()
@@ -306,8 +337,12 @@ def _attempt_local(src: Path, part: Path, url: str, progress: bool, desc: str) -
     return n, digest
 
 
-def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: str) -> tuple[int, str, int | None]:
-    """One HTTP(S) attempt; returns (bytes, sha256, content_length). Raises _Retryable or DownloadError."""
+def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: str,
+                  deadline: float | None = None) -> tuple[int, str, int | None, str | None]:
+    """One HTTP(S) attempt; returns (bytes, sha256, content_length, content_type). Raises _Retryable,
+    DeadlineExceededError or DownloadError."""
+    started = time.monotonic()
+    deadline_at = started + deadline if deadline is not None else None
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
     try:
         resp = urllib.request.urlopen(req, timeout=timeout)
@@ -327,15 +362,23 @@ def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: st
 
     with resp:
         cl_header = resp.headers.get("Content-Length")
+        content_type = resp.headers.get("Content-Type")
         try:
             content_length = int(cl_header) if cl_header is not None else None
         except ValueError:
             content_length = None
         try:
             with open(part, "wb") as fout:
-                n, digest = _copy_stream(resp, fout, content_length, desc, progress)
+                n, digest = _copy_stream(resp, fout, content_length, desc, progress, deadline_at)
                 fout.flush()
                 os.fsync(fout.fileno())
+        except _DeadlinePassed as e:
+            of = f" of {content_length}" if content_length is not None else ""
+            raise DeadlineExceededError(
+                f"{url}: the download took longer than its deadline of {deadline:g} s "
+                f"({e.args[0]}{of} bytes in {time.monotonic() - started:.0f} s); not retried: the server is too "
+                f"slow. Use a mirror, or raise the deadline (fetch --deadline, config opus.deadline_s / "
+                f"evaluation.deadline_s)") from None
         except (OSError, http.client.HTTPException) as e:
             # socket errors, timeouts (TimeoutError is an OSError), IncompleteRead, ...
             # A local disk-full error is also an OSError; it will fail again on retry and
@@ -343,7 +386,39 @@ def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: st
             raise _Retryable(f"transfer interrupted: {e!r}") from e
     if content_length is not None and n != content_length:
         raise _Retryable(f"truncated transfer: received {n} of {content_length} bytes (Content-Length)")
-    return n, digest, content_length
+    return n, digest, content_length, content_type
+
+
+_DOCTYPE_HTML = re.compile(rb"<!doctype\s+html[\s>]")
+_HTML_TAG = re.compile(rb"<html[\s>]")
+_HTML_PARTS = re.compile(rb"<(head|body|title)[\s>]|</html>")
+
+
+def _looks_like_html(head: bytes) -> bool:
+    """The first bytes of a file are those of an HTML page: ``<!DOCTYPE html``, or ``<html`` with a
+    ``<head>`` / ``<body>`` / ``<title>`` / ``</html>`` after it (data that merely starts with the word
+    "<html>" is not one)."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
+    return bool(_DOCTYPE_HTML.match(text) or (_HTML_TAG.match(text) and _HTML_PARTS.search(text)))
+
+
+def check_not_html(path: str | os.PathLike, content_type: str | None = None, name: str | None = None) -> None:
+    """Raise :class:`CorruptDownloadError` when a download meant as data is an HTML page: the server
+    said ``text/html`` (``content_type``), or the file starts as an HTML page does
+    (:func:`_looks_like_html`). Files named
+    ``.html`` / ``.htm`` (``name``, default: the file name) are not checked."""
+    path = Path(path)
+    if (name or path.name).lower().endswith((".html", ".htm")):
+        return
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media in ("text/html", "application/xhtml+xml"):
+        raise CorruptDownloadError(f"an HTML page (the server sent Content-Type {content_type!r}), "
+                                   f"not the data file: an error, login or moved-page answer")
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if _looks_like_html(head):
+        raise CorruptDownloadError(f"an HTML page (it starts with {head.lstrip()[:40]!r}), not the data file: "
+                                   f"an error, login or moved-page answer")
 
 
 # --------------------------------------------------------------------------- public API
@@ -358,6 +433,8 @@ def fetch_with_record(
     retries: int = 5,
     backoff: float = 2.0,
     timeout: float = 60,
+    deadline: float | None = DEFAULT_DEADLINE,
+    verify_as: str | None = None,
     progress: bool = True,
 ) -> dict:
     """Download ``url`` (http/https/file URL or local path) to ``dest``; return a provenance record
@@ -371,7 +448,9 @@ def fetch_with_record(
     ``retries`` is the number of *additional* attempts after the first one for transient
     failures (so at most ``retries + 1`` requests); the k-th retry waits
     ``backoff * 2**(k-1)`` seconds (capped at :data:`MAX_BACKOFF`).  ``timeout`` is the
-    socket timeout in seconds.  See the module docstring for the verification and
+    socket timeout in seconds (each read), ``deadline`` the total seconds one HTTP attempt may
+    take (None: no limit); ``verify_as`` the file name whose suffix says what the file is (default: the
+    name of ``dest``; an OPUS zip saved under another name).  See the module docstring for the verification and
     cleanup guarantees.  Raises :class:`DownloadError` (or its subclass
     :class:`ChecksumMismatchError`).
     """
@@ -381,6 +460,8 @@ def fetch_with_record(
     want_sha = _normalise_sha(sha256)
     if retries < 0:
         raise ValueError("retries must be >= 0")
+    if deadline is not None and deadline <= 0:
+        raise ValueError("deadline must be > 0 seconds (or None)")
 
     if dest.exists():
         if want_sha is not None and dest.is_file():
@@ -400,6 +481,7 @@ def fetch_with_record(
     part = dest.with_suffix(dest.suffix + ".part")
     desc = dest.name
     attempts = 0
+    content_type = None
     ok = False
     try:
         local = _local_source(url)
@@ -413,7 +495,8 @@ def fetch_with_record(
             while True:
                 attempts += 1
                 try:
-                    nbytes, digest, content_length = _attempt_http(url_s, part, timeout, progress, desc)
+                    nbytes, digest, content_length, content_type = _attempt_http(url_s, part, timeout, progress,
+                                                                                 desc, deadline)
                     if size is not None and nbytes < size and content_length is None:
                         # No Content-Length: a short body may be a dropped connection.
                         raise _Retryable(f"truncated transfer: received {nbytes} of {size} expected bytes")
@@ -434,8 +517,9 @@ def fetch_with_record(
             raise DownloadError(f"{url_s}: size mismatch: expected {size} bytes, got {nbytes}")
         if want_sha is not None and digest != want_sha:
             raise ChecksumMismatchError(url_s, want_sha, digest, nbytes)
-        try:  # before the rename: a broken archive must not be cached (the next run would reuse it)
-            verify_archive(part, dest.name)
+        try:  # before the rename: a broken archive or an HTML page must not be cached (the next run would reuse it)
+            if verify_archive(part, verify_as or dest.name) is None:
+                check_not_html(part, content_type, verify_as or dest.name)
         except CorruptDownloadError as e:
             raise CorruptDownloadError(
                 f"{url_s}: the downloaded file ({nbytes} bytes) is {e}; nothing was saved at {dest}. "
@@ -456,6 +540,68 @@ def fetch(url: str | os.PathLike, dest: str | os.PathLike, **options) -> Path:
     ``options``: those of :func:`fetch_with_record` (``sha256``, ``size``, ``retries``, ``backoff``,
     ``timeout``, ``progress``), which does the work."""
     return Path(fetch_with_record(url, dest, **options)["dest"])
+
+
+def fetch_first(urls: Sequence[str | os.PathLike], dest: str | os.PathLike, **options) -> dict:
+    """Download the first of ``urls`` that works (alternative hosts of one file, in order of preference)
+    to ``dest``, each with the retries and checks of :func:`fetch_with_record`; return that one's record
+    with ``"failed"``: ``[{"url", "error"}]`` of those tried before it.  Any failure moves on to the next
+    URL, a checksum mismatch too (a host may serve another release); when all fail, the
+    :class:`DownloadError` lists every URL with its error (a :class:`NotFoundError` when all were 404)."""
+    if not urls:
+        raise ValueError("fetch_first: no URL given")
+    failed, errors = [], []
+    for url in urls:
+        try:
+            record = fetch_with_record(url, dest, **options)
+        except DownloadError as e:
+            failed.append({"url": os.fspath(url), "error": str(e)})
+            errors.append(e)
+            if len(urls) > 1:
+                log.warning("%s failed (%s); %s", url, e,
+                            "trying the next alternative" if len(failed) < len(urls) else "no alternative left")
+            continue
+        record["failed"] = failed
+        return record
+    if len(urls) == 1:
+        raise errors[0]
+    listing = "; ".join(f"[{i + 1}] {f['error']}" for i, f in enumerate(failed))
+    kind = NotFoundError if all(isinstance(e, NotFoundError) for e in errors) else DownloadError
+    raise kind(f"{dest}: none of the {len(urls)} alternative URLs worked: {listing}")
+
+
+def url_exists(url: str | os.PathLike, *, retries: int = 2, backoff: float = 2.0, timeout: float = 60) -> bool:
+    """Whether ``url`` (http/https/file URL or local path) names an existing file, without downloading
+    it: a HEAD request (a GET, closed at once, where HEAD is refused). HTTP 404 / 410 -> False;
+    transient errors are retried as in :func:`fetch_with_record`; any other failure raises
+    :class:`DownloadError`."""
+    local = _local_source(url)
+    if local is not None:
+        return local.is_file()
+    url_s = os.fspath(url)
+    attempts = 0
+    method = "HEAD"
+    while True:
+        attempts += 1
+        req = urllib.request.Request(url_s, method=method, headers={"User-Agent": USER_AGENT})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout):
+                return True
+        except urllib.error.HTTPError as e:
+            e.close()
+            if e.code in (404, 410):
+                return False
+            if e.code in (405, 501) and method == "HEAD":
+                method, attempts = "GET", attempts - 1
+                continue
+            if not (e.code >= 500 or e.code in RETRY_STATUS):
+                raise DownloadError(f"{url_s}: HTTP {e.code} {e.reason}") from e
+            error = f"HTTP {e.code} {e.reason}"
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+            error = f"connection failed: {getattr(e, 'reason', e)}"
+        if attempts > retries:
+            raise DownloadError(f"{url_s}: cannot tell whether it exists after {attempts} attempt(s): {error}")
+        time.sleep(min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF))
 
 
 def join_parts(parts: Sequence[str | os.PathLike], dest: str | os.PathLike, *, sha256: str | None = None) -> Path:

@@ -40,8 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+from laser_repro.core import languages
 from laser_repro.evaluation.word_translation import (
-    MAX_VOCAB, METHODS, check_method, iso639_1, load_pair_encoders, precision_at_k, rank_keys, resolve_device,
+    MAX_VOCAB, METHODS, check_method, load_pair_encoders, precision_at_k, rank_keys, resolve_device,
     vocabulary_index)
 
 log = logging.getLogger("laser_repro")
@@ -55,8 +56,10 @@ log = logging.getLogger("laser_repro")
 #: europarl-v7.fr-en.fr, europarl-v7.fr-en.en
 EUROPARL_URL = "https://www.statmt.org/europarl/v7/{xx}-en.tgz"
 EUROPARL_MEMBER = "europarl-v7.{xx}-en.{lang}"
-#: the ISO 639-3 languages with a Europarl v7 xx-en archive among the Bi-Sent2Vec languages (no Russian)
-EUROPARL_LANGUAGES = ("fra", "deu", "spa", "ita", "hun", "fin")
+#: the languages (registry codes, ISO 639-3) with a Europarl v7 xx-en archive on statmt.org: the 20 EU
+#: languages of v7 besides English (no Russian, no Chinese). Latvian is the registry's "lvs".
+EUROPARL_LANGUAGES = ("bul", "ces", "dan", "deu", "ell", "spa", "est", "fin", "fra", "hun", "ita", "lit", "lvs",
+                      "nld", "pol", "por", "ron", "slk", "slv", "swe")
 
 #: MUSE's sizes (evaluator.sent_translation) and seed (load_europarl_data, get_sent_translation_accuracy)
 N_KEYS, N_QUERIES, N_IDF, SEED = 200_000, 2_000, 300_000, 1234
@@ -67,7 +70,7 @@ Embedder = Callable[[list[list[str]], Mapping[str, float]], np.ndarray]
 def _xx(lang3: str) -> str:
     if lang3 not in EUROPARL_LANGUAGES:
         raise ValueError(f"no Europarl v7 xx-en archive for {lang3!r} (have {', '.join(EUROPARL_LANGUAGES)})")
-    return iso639_1(lang3)
+    return languages.get(lang3).paper  # the registry's ISO 639-1 code, as the archive names
 
 
 def europarl_url(lang3: str) -> str:
