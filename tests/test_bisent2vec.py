@@ -199,7 +199,7 @@ def test_embedding_is_the_mean_of_unigram_and_bigram_rows(tmp_path):
     assert not got[1].any() and np.allclose(got[2], enc.matrix[a])
     weighted = enc.embed_tokens([[w1, w2, "zzz"]], "eng", weights={w1: 3.0, w2: 1.0})
     np.testing.assert_allclose(weighted[0], (3 * enc.matrix[a] + enc.matrix[b]) / 4, rtol=1e-6)
-    with pytest.raises(ValueError, match="not 'deu'"):
+    with pytest.raises(ValueError, match="does not embed 'deu'"):
         enc.embed(["x"], "deu")
 
 
@@ -258,3 +258,34 @@ def test_curves_mark_the_last_model_and_the_pairs_baseline(tmp_path):
     assert kept_row(rows, "bisent2vec")["update"] == 20 and kept_row(rows, "labse")["update"] == 10
     plot_curves(rows, tmp_path / "c.png", title="t", tfidf=tfidf, family="bisent2vec")
     assert (tmp_path / "c.png").stat().st_size > 10000
+
+
+def test_long_lines_are_cut_to_max_len_words_and_counted(tmp_path):
+    """A pair costs the square of its length: a 1-MB line (a crawled page on one line) is cut to its first
+    max_len words (default 1024), in training and validation, and the lines cut are counted per language."""
+    from laser_repro.models.bisent2vec.family import BiSent2VecFamily
+
+    root = write_pair(tmp_path / "d", n_train=50, n_valid=5)
+    train_file = root / "tok" / "train.eng"
+    lines = train_file.read_text().splitlines()
+    page = " ".join(f"e{i % CONCEPTS}" if i % 100 == 0 else f"unknown{i}" for i in range(200_000))
+    assert len(page) > 1_000_000
+    lines[3] = page
+    train_file.write_text("\n".join(lines) + "\n")
+    out = train(root, tmp_path / "m", settings(root, epochs=1), rank=Rank(), stop_requested=never)
+    assert out["capped_lines"] == {"train": {"eng": 1, "fra": 0}, "valid": {"eng": 0, "fra": 0}, "max_len": 1024}
+    assert load_safely(tmp_path / "m" / "checkpoint_last.pt")["settings"]["train"]["max_len"] == 1024
+
+    # a small cap: every line longer than it is counted (validation too), and training still learns
+    valid_lengths = {lang: [len(line.split()) for line in (root / "tok" / f"valid.{lang}").read_text().splitlines()]
+                     for lang in ("eng", "fra")}
+    out = train(root, tmp_path / "m3", settings(root, epochs=1, max_len=3), rank=Rank(), stop_requested=never)
+    assert out["capped_lines"]["valid"] == {lang: sum(n > 3 for n in lengths)
+                                            for lang, lengths in valid_lengths.items()}
+    assert out["capped_lines"]["valid"]["eng"] > 0
+    # a setting of the weights: part of the fingerprint
+    family = BiSent2VecFamily()
+    assert (family.fingerprint_settings(settings(root, max_len=3))
+            != family.fingerprint_settings(settings(root, max_len=4)))
+    with pytest.raises(ValueError, match="max_len must be a positive integer"):
+        train(root, tmp_path / "m0", settings(root, max_len=0), rank=Rank(), stop_requested=never)

@@ -13,6 +13,8 @@ import time
 
 from laser_repro import provenance
 from laser_repro.core import cli as core_cli
+from laser_repro.core.errors import UserError
+from laser_repro.core.textio import one_line
 from laser_repro.data import cli as data_cli, nway
 from laser_repro.core import download
 from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, wmt, xnli
@@ -42,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # one INFO line per CPU variant it probes
     args = build_parser().parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except UserError as err:  # the user's mistake, named by its message: no traceback (bugs keep theirs)
+        print(f"laser-repro {args.command}: error: {one_line(str(err))}", file=sys.stderr)
+        return 1
     if args.provenance_json:  # only reached when the subcommand succeeded
         from laser_repro import provenance
 

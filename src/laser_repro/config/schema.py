@@ -22,6 +22,7 @@ import yaml
 
 from laser_repro.config.plan import Plan, planned_tokens_per_update
 from laser_repro.core import languages
+from laser_repro.core.errors import UserError
 from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -35,7 +36,7 @@ CORPUS_KIND_KEYS = {"opus": ("corpus", "version", "codes", "sha256", "allow_abse
 
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A config value is invalid; the message names the file (when known) and the key path (also the
     parameters of an evaluation classifier, :mod:`laser_repro.evaluation.classifier`)."""
 

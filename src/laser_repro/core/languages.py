@@ -14,10 +14,12 @@ import io
 from dataclasses import dataclass, fields
 from importlib import resources
 
+from laser_repro.core.errors import UserError
+
 REGISTRY_PATH = "src/laser_repro/data/languages.tsv"
 
 
-class UnknownLanguageError(ValueError):
+class UnknownLanguageError(UserError):
     """A language code that is not in the registry."""
 
 

@@ -12,8 +12,10 @@ from typing import IO, Iterator
 
 from tqdm import tqdm
 
+from laser_repro.core.errors import UserError
 
-class InputError(ValueError):
+
+class InputError(UserError):
     """Bad input data; the message names the file and line."""
 
 

@@ -63,8 +63,10 @@ def cmd_embed(a):
     torch.set_num_threads(a.threads)
     from laser_repro.models import registry
 
-    if registry.family_of_encoder(a.encoder) != "laser":
-        return _embed_with_family(a)
+    header = registry.read_encoder_file(a.encoder)
+    if header["family"] != "laser":
+        return _embed_with_family(a, header)
+    # no check of --codes here: LASER's training reads binarized data only, its encoder files name no codes
     encoder = SentenceEncoder.load(a.encoder, device=resolve_device(a.device))
     applier = None
     if a.codes:
@@ -84,17 +86,20 @@ def cmd_embed(a):
         log.info("%s: %d sentences -> %s", path, rows, npy)
 
 
-def _embed_with_family(a) -> None:
-    """``embed`` with an encoder of another family (laser_repro.models.registry): per-language encoders
-    need each input's --lang; with --codes the raw text goes through the family's ``prepare``."""
+def _embed_with_family(a, header: dict) -> None:
+    """``embed`` with an encoder of another family (laser_repro.models.registry; ``header``: its file, read
+    by ``read_encoder_file``): per-language encoders need each input's --lang; with --codes the raw text
+    goes through the family's ``prepare``, with the codes the encoder file names (laser_repro.models.subword)."""
     import numpy as np
 
     from laser_repro.core.textio import atomic_output, iter_lines
-    from laser_repro.models import registry
+    from laser_repro.models import registry, subword
 
     if len(a.lang or []) != len(a.input):
         raise SystemExit(f"embed: {a.encoder} is not a LASER encoder: give one --lang per --input")
-    family = registry.get(registry.family_of_encoder(a.encoder))
+    family = registry.get(header["family"])
+    if a.codes and family.takes_codes:
+        subword.check_codes(a.encoder, header.get(subword.RECORD_KEY), a.codes)
     encoder = family.load_encoder(a.encoder)
     for path, npy, lang in zip(a.input, a.output, a.lang):
         lines = list(iter_lines(path))

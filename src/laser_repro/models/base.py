@@ -49,6 +49,8 @@ class MosesInputFamily:
     """``prepare`` of a family whose input is the Moses-preprocessed line: its own vocabulary (LaBSE's
     WordPiece in the encoder file) or none (Bi-Sent2Vec's words) applies after it; ``codes`` is unused."""
 
+    takes_codes = False
+
     def prepare(self, lines, lang, *, codes=None, lowercase: bool = True) -> list[str]:
         from laser_repro.data.preprocess import language_preprocessor
 
@@ -80,6 +82,9 @@ class ModelFamily(ABC):
 
     #: the ``family`` value in the config and in exported encoder files
     name: ClassVar[str]
+    #: whether ``prepare`` applies BPE codes given from outside (the encoder file names them:
+    #: laser_repro.models.subword); False: the family's vocabulary is inside its encoder file
+    takes_codes: ClassVar[bool] = True
     #: learning curves the worker writes into the checkpoint directory (None: none)
     curves_file: ClassVar[Optional[str]] = None
 

@@ -10,8 +10,9 @@ run, and (for spawned multi-GPU workers) in ``LaserMultilingualTask.setup_task``
 processes that train our task.  Any other object in a file still makes the load fail; nothing is
 ever loaded with ``weights_only=False``.
 
-This module imports only the standard library and torch: the fairseq plugin
-(:mod:`laser_repro.models.laser.fairseq_plugin`) imports it, and nothing else of the package.
+This module imports only the standard library, torch and :mod:`laser_repro.core.errors` (standard
+library only): the fairseq plugin (:mod:`laser_repro.models.laser.fairseq_plugin`) imports it, and
+nothing else of the package.
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ import pickle
 
 import torch
 
+from laser_repro.core.errors import UserError
+
 #: the only non-primitive classes a laser_lstm training checkpoint contains
 CHECKPOINT_SAFE_GLOBALS = [argparse.Namespace]
 
 
-class CorruptFileError(RuntimeError):
+class CorruptFileError(UserError, RuntimeError):
     """A model file (exported encoder, training checkpoint) that torch cannot read: truncated or corrupt."""
+
+
+class RefusedFileError(UserError, pickle.UnpicklingError):
+    """A file holding objects that ``weights_only`` loading refuses: not one of our model files."""
 
 
 @contextlib.contextmanager
@@ -55,13 +62,19 @@ def load_model_file(path, *, what: str, rebuild: str, **load_kwargs):
 
     A truncated or corrupt file raises :class:`CorruptFileError` naming ``path`` (``what`` it is)
     and how to rebuild it (``rebuild``: e.g. "delete it and rerun the export"); the original error
-    is chained.  A pickle refused by ``weights_only`` loading keeps its type
-    (``pickle.UnpicklingError``), its message prefixed with the path.  A missing file raises
-    ``FileNotFoundError`` as before."""
+    is chained.  A pickle refused by ``weights_only`` loading raises :class:`RefusedFileError` (a
+    ``pickle.UnpicklingError``) naming the path and the refused object.  A missing file raises
+    ``FileNotFoundError`` as before; a directory raises :class:`UserError` naming it."""
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        raise UserError(f"{path}: a directory, not a {what} file")
     try:
         return torch.load(path, **load_kwargs)
     except pickle.UnpicklingError as err:
-        raise pickle.UnpicklingError(f"{path}: {err}") from err
+        # torch's message is paragraphs of advice on unsafe loading; the line naming the refused object says why
+        lines = str(err).splitlines() or ["no message"]
+        why = next((line.strip() for line in lines if "global" in line.lower()), lines[0].strip())
+        raise RefusedFileError(f"{path}: weights_only loading refused this file ({why}): it is no {what} "
+                               f"written by this project") from err
     except Exception as err:
         if not _unreadable(err):
             raise

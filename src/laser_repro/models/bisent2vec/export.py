@@ -10,6 +10,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
+from laser_repro.core.errors import UserError
 from laser_repro.models.bisent2vec import kernel
 from laser_repro.models.bisent2vec.vocab import Vocabulary
 from laser_repro.models.checkpoint_safety import load_model_file
@@ -39,7 +40,8 @@ def export_encoder(checkpoint, out) -> dict:
 class BiSent2VecEncoder:
     def __init__(self, data: Mapping, path=None):
         if data.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a Bi-Sent2Vec encoder file (format {data.get('format')!r})")
+            raise UserError(f"{path}: not a Bi-Sent2Vec encoder file (format {data.get('format')!r})")
+        self.path = path
         self.vocab = Vocabulary.from_state(data["vocab"])
         self.languages = self.vocab.languages
         self.ngrams, self.bucket = int(data["ngrams"]), int(data["bucket"])
@@ -56,7 +58,8 @@ class BiSent2VecEncoder:
 
     def _lookup(self, lang: str) -> Mapping[str, int]:
         if lang not in self.languages:
-            raise ValueError(f"this Bi-Sent2Vec encoder embeds {list(self.languages)}, not {lang!r}")
+            raise UserError(f"{self.path or 'this encoder'}: a Bi-Sent2Vec encoder of the pair "
+                            f"{list(self.languages)}: it does not embed {lang!r}")
         return self.vocab.lookup(lang)
 
     def ids(self, token_lists: Sequence[Sequence[str]], lang: str) -> tuple[np.ndarray, np.ndarray]:

@@ -40,7 +40,7 @@ class BiSent2VecFamily(MosesInputFamily, ModelFamily):
         outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank, threads=threads,
                                 stop_requested=stop_requested)
         return {**outcome, "model": Path(save_dir) / trainer.CHECKPOINT_BEST, "kept_update": outcome["best_update"],
-                "runtime": {"threads": threads}}
+                "runtime": {"threads": threads, "capped_lines": outcome["capped_lines"]}}
 
     def export(self, checkpoint, out) -> dict:
         from laser_repro.models.bisent2vec.export import export_encoder

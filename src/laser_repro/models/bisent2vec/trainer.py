@@ -10,7 +10,9 @@ in the epoch and the threads' RNG states, and a resumed run continues from there
 ``validations_per_epoch`` times per epoch (and at update 0): the loss of eq. 3 on the held-out pairs
 (no SGD step, fixed negatives) and the similarity error of the two languages' held-out lines
 (Algorithm 1 of Schwenk & Douze, as the other families). The kept model is the last (the paper
-trains a fixed number of epochs). An "update" here is one sentence pair.
+trains a fixed number of epochs). An "update" here is one sentence pair. A line longer than ``max_len``
+words is cut to its first ``max_len`` (the cost of a pair grows with the square of its length); the
+lines cut are counted in the run's status (``capped_lines``).
 
 With one thread the run is deterministic; with several, the hogwild updates interleave in the order
 the threads happen to run (as fastText).
@@ -44,8 +46,9 @@ CURVES_FILE = "curves.json"
 #: dropoutK 4, 2M buckets, vocabulary cut at 750k, wordNgrams 2 -- 1 for the unigram models)
 DEFAULT_MODEL = {"dim": 300, "ngrams": 2, "bucket": 2_000_000, "dropout_k": 4, "neg": 10, "t": 5e-6}
 DEFAULT_VOCAB = {"min_count": 8, "max_size": 750_000}
+#: max_len: words of a line kept in training (1024: the most fastText reads of a line, its MAX_LINE_SIZE)
 DEFAULT_TRAIN = {"epochs": 5, "lr": 0.2, "seed": 1, "validations_per_epoch": 1, "chunk_pairs": 100_000,
-                 "neg_table_size": 10_000_000, "log_interval": 100_000}
+                 "neg_table_size": 10_000_000, "log_interval": 100_000, "max_len": 1024}
 SETTINGS_KEYS = ("languages", "vocab", "model", "train")
 #: what a resumed run must share with its checkpoint
 FIXED_SETTINGS = ("languages", "model")
@@ -71,7 +74,8 @@ def complete_settings(settings: Mapping) -> dict:
     if model["ngrams"] not in (1, 2):
         raise ValueError(f"bisent2vec settings: model ngrams must be 1 (unigrams) or 2 (+ bigrams), not {model['ngrams']!r}")
     for section, key in (("model", "dim"), ("model", "bucket"), ("model", "neg"), ("train", "epochs"),
-                         ("train", "validations_per_epoch"), ("train", "chunk_pairs"), ("train", "neg_table_size")):
+                         ("train", "max_len"), ("train", "validations_per_epoch"), ("train", "chunk_pairs"),
+                         ("train", "neg_table_size")):
         value = (model if section == "model" else train)[key]
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"bisent2vec settings: {section!r} {key} must be a positive integer, not {value!r}")
@@ -79,15 +83,23 @@ def complete_settings(settings: Mapping) -> dict:
     return json.loads(json.dumps(out))
 
 
-def encode_split(data_dir, split: str, vocab: vocabulary.Vocabulary) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Both languages' lines of ``split`` as word ids; the two files must be line-aligned."""
+def encode_split(data_dir, split: str, vocab: vocabulary.Vocabulary,
+                 max_len: int) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict[str, int]]:
+    """Both languages' lines of ``split`` as word ids, each line cut to its first ``max_len`` words (the
+    vocabulary counted them all), and the number of lines cut per language; the two files must be
+    line-aligned."""
     files = tok_files(data_dir, split, vocab.languages)
     counts = {lang: count_lines(path) for lang, path in files.items()}
     if len(set(counts.values())) != 1:
         raise ValueError(f"bisent2vec: {split} files are not aligned: "
                          + ", ".join(f"{p} ({counts[lang]} lines)" for lang, p in files.items()))
-    return [vocabulary.encode(iter_lines(files[lang], progress=True, desc=f"{split} {lang}"), vocab.lookup(lang))
-            for lang in vocab.languages]
+    encoded, capped = [], {}
+    for lang in vocab.languages:
+        cap = vocabulary.LengthCap(max_len)
+        encoded.append(vocabulary.encode(cap(iter_lines(files[lang], progress=True, desc=f"{split} {lang}")),
+                                         vocab.lookup(lang)))
+        capped[lang] = cap.capped
+    return encoded, capped
 
 
 def initial_weights(rows: int, words: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,8 +121,13 @@ class _Training:
         if list(self.vocab.languages) != settings["languages"]:
             raise ValueError(f"{settings['vocab']}: a vocabulary of {list(self.vocab.languages)}, not of "
                              f"{settings['languages']}")
-        self.train_data = encode_split(data_dir, "train", self.vocab)
-        self.valid_data = encode_split(data_dir, "valid", self.vocab)
+        self.train_data, capped_train = encode_split(data_dir, "train", self.vocab, self.opts["max_len"])
+        self.valid_data, capped_valid = encode_split(data_dir, "valid", self.vocab, self.opts["max_len"])
+        #: lines cut to max_len words, per split and language (train_status.json)
+        self.capped_lines = {"train": capped_train, "valid": capped_valid, "max_len": self.opts["max_len"]}
+        if any(n for split in (capped_train, capped_valid) for n in split.values()):
+            log.warning("bisent2vec: lines cut to their first %d words (train.max_len): %s", self.opts["max_len"],
+                        json.dumps({k: v for k, v in self.capped_lines.items() if k != "max_len"}))
         self.n_pairs = len(self.train_data[0][1]) - 1
         if self.n_pairs == 0:
             raise ValueError(f"bisent2vec: no training pairs in {data_dir}")
@@ -265,7 +282,8 @@ class _Training:
                 speed = seen[1] / max(time.perf_counter() - seen[0], 1e-9)
                 self.validate(speed)
                 seen = (time.perf_counter(), 0.0)
-        return {"num_updates": s["num_updates"], **result, "best_update": s["num_updates"]}
+        return {"num_updates": s["num_updates"], **result, "best_update": s["num_updates"],
+                "capped_lines": self.capped_lines}
 
 
 def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: Callable[[], bool], threads: int = 1,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -110,6 +110,24 @@ def encode(lines: Iterable[str], lookup: Mapping[str, int]) -> tuple[np.ndarray,
         ids.extend(i for i in map(get, line.split()) if i is not None)
         offsets.append(len(ids))
     return np.frombuffer(ids, dtype=np.int32).copy(), np.frombuffer(offsets, dtype=np.int64).copy()
+
+
+class LengthCap:
+    """Cuts tokenised lines to their first ``max_len`` words and counts the lines it cut: training costs
+    the square of a sentence's length (each target word's context is the whole sentence), so one
+    megabyte-long line would take minutes of an epoch and delay a stop request as long."""
+
+    def __init__(self, max_len: int):
+        self.max_len, self.capped = max_len, 0
+
+    def __call__(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            if len(line) > self.max_len:  # shorter lines have at most max_len words: no split needed
+                words = line.split()
+                if len(words) > self.max_len:
+                    self.capped += 1
+                    line = " ".join(words[:self.max_len])
+            yield line
 
 
 def save(vocab: Vocabulary, path) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from laser_repro.core.errors import UserError
 from laser_repro.models.checkpoint_safety import load_model_file
 
 _WHITESPACE = re.compile(r"\s+")
@@ -105,6 +106,10 @@ class SentenceEncoder:
                                 rebuild=f"delete {path} and rerun the step that writes it (snakemake, or "
                                         f"`laser-repro export --checkpoint CHECKPOINT --output {path}`)",
                                 map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or any(key not in state for key in ("params", "model", "dictionary")):
+            found = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise UserError(f"{path}: not a LASER encoder file (expected the keys params, model, dictionary; "
+                            f"found {found})")
         params = dict(state["params"])
         module = BiLSTMMaxPoolEncoder(
             num_embeddings=int(params["num_embeddings"]),

@@ -25,6 +25,7 @@ import torch
 from laser_repro.core.launch import Rank
 from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.evaluation.xsim import similarity_error_matrix
+from laser_repro.models import subword
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.model import Dictionary, build_model, complete_model_settings
@@ -82,6 +83,7 @@ class _Training:
         self.paths = TrainingPaths(settings["paths"])
         self.dictionary_path = data_dir / "dict.txt"
         self.dictionary = Dictionary.load(self.dictionary_path)
+        self.subword_model = subword.codes_record(data_dir / "codes")  # the BPE of the data (laser_repro.data.nway)
         langs = list(dict.fromkeys(self.paths.encoder_languages() + self.paths.decoder_languages()))
         self.train_data = load_split(data_dir, "train", langs, self.dictionary, self.opts["max_len"])
         self.valid_data = load_split(data_dir, "valid", langs, self.dictionary)
@@ -130,7 +132,8 @@ class _Training:
             return
         payload = {"format": 1, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                    **copy.deepcopy(self.state), "settings": self.settings,
-                   "dictionary": list(self.dictionary.symbols), "torch_rng_states": rng_states}
+                   "dictionary": list(self.dictionary.symbols), "torch_rng_states": rng_states,
+                   subword.RECORD_KEY: self.subword_model}
         atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
 
     # ---- training -----------------------------------------------------------------------------
