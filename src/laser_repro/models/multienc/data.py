@@ -107,5 +107,5 @@ def collate(token_lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.T
     padded = torch.full((len(token_lists), int(lengths.max()) if len(token_lists) else 0), PAD, dtype=torch.long,
                         device="cpu")
     for row, tokens in enumerate(token_lists):
-        padded[row, :len(tokens)] = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
+        padded[row, :len(tokens)] = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     return padded, lengths
