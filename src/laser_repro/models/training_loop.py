@@ -9,6 +9,7 @@ the tensors of the collectives (:class:`laser_repro.models.collectives.Comm` ref
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import time
 from pathlib import Path
@@ -22,6 +23,8 @@ from laser_repro.models.collectives import Comm, atomic_write, derived_seed, res
 from laser_repro.models.device import Precision, worker_device
 
 CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
+#: the learning curves: the state's "history" (JSON)
+CURVES_FILE = "curves.json"
 
 
 def load_resume_checkpoint(path: Path, family: str, settings: dict, fixed_settings: Sequence[str]) -> dict:
@@ -153,6 +156,15 @@ class CheckpointedTraining:
         if self.rank.is_master:
             self.log.warning("stop requested: saved %s at update %d", CHECKPOINT_LAST, self.state["num_updates"])
         return True
+
+    def save_validation(self, improved: bool) -> None:
+        """After a validation: the curves (master), ``checkpoint_last.pt`` and, when ``improved``, the best."""
+        if self.rank.is_master:
+            history = json.dumps(self.state["history"], indent=1) + "\n"
+            atomic_write(self.save_dir / CURVES_FILE, lambda tmp: tmp.write_text(history))
+        self.save(CHECKPOINT_LAST)
+        if improved:
+            self.save(CHECKPOINT_BEST)
 
     def share_from_master(self, values: Optional[Sequence[float]], n: int) -> list[float]:
         """The master's ``values`` (float64) on every rank (others pass None)."""

@@ -29,16 +29,15 @@ import torch.nn.functional as F
 from laser_repro.core.launch import Rank
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
-from laser_repro.models.collectives import Comm, atomic_write
+from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
                                             build_masked_lm, complete, gather_with_grad, sentence_embedding)
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
-                                              CheckpointedTraining, run_training)
+                                              CURVES_FILE, CheckpointedTraining, run_training)
 
-CURVES_FILE = "curves.json"
 STAGES = ("dual", "pretrain")
 #: the paper's dual-encoder training (Section 3.2: AdamW, lr 1e-3 decayed linearly, batch 4096, 50k updates
 #: after pre-training); weight decay and warm-up are not stated: AdamW's usual 0.01, no warm-up
@@ -354,11 +353,7 @@ class _Training(CheckpointedTraining):
         if self.rank.is_master:
             self.log.info("validation at update %d | valid loss %.4f | similarity error %.2f%% | kept: update %d (%.2f%%)",
                           s["num_updates"], valid_loss, error, s["best_update"], s["best_similarity_error"])
-            curves = self.save_dir / CURVES_FILE
-            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
-        self.save(CHECKPOINT_LAST)
-        if improved:
-            self.save(CHECKPOINT_BEST)
+        self.save_validation(improved)
 
     def run(self, stop_requested: Callable[[], bool]) -> dict:
         s = self.state

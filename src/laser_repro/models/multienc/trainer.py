@@ -22,15 +22,14 @@ import torch
 
 from laser_repro.core.launch import Rank
 from laser_repro.evaluation.xsim import similarity_error_matrix
-from laser_repro.models.collectives import Comm, atomic_write
+from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.model import Dictionary, build_model, complete_model_settings
 from laser_repro.models.multienc.paths import TrainingPaths
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
-                                              CheckpointedTraining, run_training)
+                                              CURVES_FILE, CheckpointedTraining, run_training)
 
-CURVES_FILE = "curves.json"
 
 DEFAULT_TRAIN_SETTINGS = {
     "optimizer": "adam", "lr": 0.001, "lr_decay": 0.5, "batch_size": 96, "clip_norm": 2.0,
@@ -210,11 +209,7 @@ class _Training(CheckpointedTraining):
             self.log.info("validation at update %d | valid loss %.3f | similarity error %.2f%% | best %.2f%% "
                           "(update %d) | lr %.3g", s["num_updates"], valid_loss, error,
                           s["best_similarity_error"], s["best_update"], s["lr"])
-            curves = self.save_dir / CURVES_FILE
-            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
-        self.save(CHECKPOINT_LAST)
-        if improved:
-            self.save(CHECKPOINT_BEST)
+        self.save_validation(improved)
 
     def run(self, stop_requested: Callable[[], bool]) -> dict:
         s = self.state
