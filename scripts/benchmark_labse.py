@@ -59,7 +59,8 @@ def training_speed(data: Path, langs, sizes: dict, a) -> dict:
     settings = trainer.complete_settings({
         "stage": "dual", "languages": list(langs), "pivot": "eng", "tokenizer": str(data / "tokenizer.json"),
         "encoder": sizes["labse"], "train": {"batch_size": a.batch_size, "max_update": 10 ** 6, "log_interval": 0}})
-    run = trainer._Training(data, data / "save", settings, Rank(), Comm(Rank()), logging.getLogger("bench"))
+    run = trainer._Training(data, data / "save", settings, Rank(), Comm(Rank(), torch.device("cpu")),
+                           logging.getLogger("bench"))
     batches = run.epoch_batches()
     for batch in batches[:a.warmup]:
         run.update(batch)

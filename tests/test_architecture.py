@@ -21,6 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "laser_repro"
 PLUGIN = "laser_repro.models.laser.fairseq_plugin"
 CHECKPOINT_SAFETY = "laser_repro.models.checkpoint_safety"
+USER_ERRORS = "laser_repro.core.errors"
 
 
 def _modules() -> dict[str, Path]:
@@ -76,11 +77,15 @@ def test_the_plugin_imports_only_fairseq_torch_numpy_stdlib_itself_and_checkpoin
     bad = [f"{MODULES[m].relative_to(SRC)}:{line}: {imported}"
            for m in plugin for line, imported in _imports(m) if not _allowed_in_plugin(imported)]
     assert not bad, "the fairseq plugin imports other modules:\n" + "\n".join(bad)
-    # and what it may import of the package stays a leaf: the standard library and torch only
+    # and what it may import of the package stays a leaf: the standard library, torch and the user-error
+    # type (laser_repro.core.errors), which imports the standard library only
     leaf = [f"{imported} (line {line})" for line, imported in _imports(CHECKPOINT_SAFETY)
             if imported.split(".")[0] not in sys.stdlib_module_names and imported.split(".")[0] != "torch"
-            and imported != "__future__"]
-    assert not leaf, f"{CHECKPOINT_SAFETY} must import only the standard library and torch: {leaf}"
+            and imported not in ("__future__", USER_ERRORS)]
+    assert not leaf, f"{CHECKPOINT_SAFETY} must import only the standard library, torch and {USER_ERRORS}: {leaf}"
+    errors = [f"{imported} (line {line})" for line, imported in _imports(USER_ERRORS)
+              if imported.split(".")[0] not in sys.stdlib_module_names and imported != "__future__"]
+    assert not errors, f"{USER_ERRORS} must import only the standard library: {errors}"
 
 
 def _graph() -> dict[str, set[str]]:

@@ -251,3 +251,50 @@ def test_download_alternatives_have_the_shape_of_url():
     bad["corpora"][0]["download"]["alternatives"] = [["https://a.example/UNv1.0.6way.tar.gz.00", "https://a.example/UNv1.0.6way.tar.gz.01"]]
     with pytest.raises(ConfigError, match=r"un_6way\)\.download\.alternatives\[0\]: a list of 4 part URLs"):
         validate(bad)
+
+
+def test_precision_is_a_train_key_of_every_gpu_family():
+    cfg = toy()
+    cfg["train"]["precision"] = "bf16"
+    config.validate(cfg)
+    bad = toy()
+    bad["train"]["precision"] = "fp8"
+    assert "train.precision" in error_of(bad)
+    assert config.load(TOY_CONFIG)["train"]["precision"] == "fp32"  # the default
+    assert config.load(REPO / "config" / "paper.yaml")["train"]["precision"] == "fp16"
+    plan = config.Plan(config.load(REPO / "config" / "labse_2020.yaml"))
+    assert plan.labse_settings("ams_pt", "dual", tokenizer="t.json")["train"]["precision"] == "bf16"
+    assert plan.labse_settings("ams_pt", "pretrain", tokenizer="t.json")["train"]["precision"] == "bf16"
+    plan = config.Plan(config.load(REPO / "config" / "schwenk_douze_2017.yaml"))
+    assert {plan.multienc_settings(name)["train"]["precision"] for name in plan.multienc} == {"fp32"}
+
+
+def test_precision_reaches_fairseq_and_the_fingerprint_unless_fp32(tmp_path):
+    from laser_repro.models import registry, training_guard
+    from laser_repro.models.laser import fairseq_bridge
+
+    train = {"lr": 0.001, "max_tokens": 100, "update_freq": 1, "max_epoch": 1, "seed": 1, "log_interval": 1}
+    model = {"encoder_layers": 1, "encoder_hidden_size": 4, "encoder_embed_dim": 4, "decoder_hidden_size": 4,
+             "decoder_embed_dim": 4, "decoder_lang_embed_dim": 2}
+
+    def argv(precision, cpu):
+        return fairseq_bridge.fairseq_train_argv(tmp_path, tmp_path, ["fra-eng"], ["eng"], model,
+                                                 {**train, "precision": precision}, cpu, validate=False)
+
+    assert "--bf16" in argv("bf16", False) and "--fp16" in argv("fp16", False)
+    assert not {"--fp16", "--bf16"} & set(argv("fp32", True))
+    with pytest.raises(ValueError, match="train.precision fp16: fairseq trains in fp16 on GPUs only"):
+        argv("fp16", True)
+    # the multienc family: bf16 changes the fingerprint; fp32 is that of a run made before the key existed
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_multienc import LANGS, make_cipher_data, tiny_settings
+
+    data = make_cipher_data(tmp_path / "data", n_train=10, n_valid=4)
+    family = registry.get("multienc")
+    settings = tiny_settings({"sources": LANGS, "targets": "all"})
+
+    def digest(**train_opts):
+        chosen = {**settings, "train": {**settings["train"], **train_opts}}
+        return training_guard.fingerprint_digest(training_guard.compute_fingerprint(chosen, data, family=family)[0])
+
+    assert digest(precision="fp32") == digest() != digest(precision="bf16")

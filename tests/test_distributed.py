@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from laser_repro.core import launch
 
@@ -68,11 +69,11 @@ def test_slurm_durations_and_deadline(monkeypatch):
 
 
 def test_distributed_argv():
-    assert fairseq_bridge.distributed_argv(1, 0, 0, cpu=True) == []
-    argv = fairseq_bridge.distributed_argv(2, 1, 0, cpu=True)
+    assert fairseq_bridge.distributed_argv(1, 0, torch.device("cpu")) == []
+    argv = fairseq_bridge.distributed_argv(2, 1, torch.device("cpu"))
     assert argv[argv.index("--distributed-backend") + 1] == "gloo"
     assert argv[argv.index("--ddp-backend") + 1] == "legacy_ddp"
-    argv = fairseq_bridge.distributed_argv(8, 5, 1, cpu=False)
+    argv = fairseq_bridge.distributed_argv(8, 5, torch.device("cuda", 1))
     assert argv[argv.index("--distributed-backend") + 1] == "nccl" and "--ddp-backend" not in argv
     assert argv[argv.index("--device-id") + 1] == "1" and "--distributed-no-spawn" in argv
 

@@ -132,10 +132,10 @@ def test_train_argv_with_and_without_nli(corpus, tmp_path):
         with pytest.raises(ValueError):
             fairseq_bridge.fairseq_train_argv(data, tmp_path, LANG_PAIRS, TARGETS, MODEL, TRAIN, cpu=True, nli=bad)
     # torch DDP (GPUs) must be told that batches leave parameters unused; CPU runs use legacy_ddp
-    gpu = fairseq_bridge.distributed_argv(2, 0, 0, cpu=False, unused_parameters=True)
+    gpu = fairseq_bridge.distributed_argv(2, 0, torch.device("cuda", 0), unused_parameters=True)
     assert "--find-unused-parameters" in gpu and "--ddp-backend" not in gpu
-    assert "--find-unused-parameters" not in fairseq_bridge.distributed_argv(2, 0, 0, cpu=False)
-    cpu = fairseq_bridge.distributed_argv(2, 0, 0, cpu=True, unused_parameters=True)
+    assert "--find-unused-parameters" not in fairseq_bridge.distributed_argv(2, 0, torch.device("cuda", 0))
+    cpu = fairseq_bridge.distributed_argv(2, 0, torch.device("cpu"), unused_parameters=True)
     assert cpu[cpu.index("--ddp-backend") + 1] == "legacy_ddp"
 
 

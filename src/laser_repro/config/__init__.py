@@ -14,7 +14,8 @@ Both are re-exported here: callers use ``laser_repro.config.NAME``.
 """
 from __future__ import annotations
 
-from laser_repro.config.plan import AblationRow, Bitext, Plan, Variant, planned_tokens_per_update
+from laser_repro.config.plan import (AblationRow, Bitext, Plan, Variant, planned_tokens_per_update,
+                                    without_default_precision)
 from laser_repro.config.schema import (
     BUCC_LANGUAGES,
     CORPUS_KIND_KEYS,
@@ -33,7 +34,7 @@ from laser_repro.config.schema import (
 )
 
 __all__ = [
-    "AblationRow", "Bitext", "Plan", "Variant", "planned_tokens_per_update",
+    "AblationRow", "Bitext", "Plan", "Variant", "planned_tokens_per_update", "without_default_precision",
     "BUCC_LANGUAGES", "CORPUS_KIND_KEYS", "MAX_ERRORS", "SCHEMA_PATH", "ConfigError", "Origin", "load",
     "load_schema", "main", "read_yaml", "snakemake_default_configfile", "snakemake_origin", "validate",
     "validate_snakemake",

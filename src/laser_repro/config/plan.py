@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 from laser_repro.core import languages
 
@@ -19,6 +19,16 @@ def planned_tokens_per_update(train: dict) -> int:
     keeps it whatever the number of processes it finds (:func:`laser_repro.core.launch.update_freq_for`)."""
     return int(train.get("tokens_per_update") or (
         train["max_tokens"] * max(train.get("gpus", 0), 1) * train["update_freq"]))
+
+
+#: the precision of every training before ``train.precision`` existed
+DEFAULT_PRECISION = "fp32"
+
+
+def without_default_precision(train: Mapping) -> dict:
+    """``train`` settings without ``precision`` when it is the default: what identifies a run (a fingerprint,
+    a shared pre-training's directory) stays that of the runs made before the key existed."""
+    return {k: v for k, v in train.items() if not (k == "precision" and v == DEFAULT_PRECISION)}
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,7 @@ class Plan:
         import json
 
         key = {"data": m["data"], "vocab": self.labse_vocab(name), **self._labse_common(name),
-               "pretrain": m["pretrain"]}
+               "pretrain": without_default_precision(m["pretrain"])}
         return f"{m['data']}-{hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]}"
 
     @cached_property

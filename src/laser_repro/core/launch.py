@@ -128,11 +128,12 @@ def slurm_time_left(job_id: str) -> Optional[int]:
     return parse_slurm_duration(out.splitlines()[0] if out.strip() else "")
 
 
-def local_world_size(cpu_processes: int) -> int:
-    """Processes to start on this machine: one per visible GPU, else ``cpu_processes``."""
+def local_world_size(cpu_processes: int, uses_gpu: bool = True) -> int:
+    """Processes to start on this machine: one per visible GPU (when the family trains on GPUs), else
+    ``cpu_processes``."""
     import torch
 
-    gpus = torch.cuda.device_count()
+    gpus = torch.cuda.device_count() if uses_gpu else 0
     return gpus if gpus > 0 else max(1, int(cpu_processes))
 
 
@@ -142,11 +143,12 @@ def worker_command(worker_argv: Sequence[str]) -> list[str]:
 
 
 def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
-                   job: Optional[Mapping[str, int]] = None) -> int:
+                   job: Optional[Mapping[str, int]] = None, env: Optional[Mapping[str, str]] = None) -> int:
     """Start the workers of a multi-process run and wait; returns the launcher's exit status.
 
     ``launcher``: ``"torchrun"`` (``world_size`` processes on this machine) or ``"srun"`` (one per
-    task of the SLURM allocation; ``job``: its :func:`slurm_job_geometry`). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
+    task of the SLURM allocation; ``job``: its :func:`slurm_job_geometry`); ``env``: variables added to
+    the workers' environment (the launcher's plan for them). SIGTERM / SIGUSR1 / SIGINT received here are passed on to
     the workers, which checkpoint and stop. If this process dies without passing anything on
     (SIGKILL), torchrun / srun get SIGKILL from the kernel (Linux), and with them torchrun's workers;
     srun's tasks end with their SLURM step / job.
@@ -154,7 +156,8 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
     from laser_repro.models import training_guard
 
     worker = worker_command(worker_argv)
-    env = None
+    extra = dict(env or {})
+    env = dict(os.environ, **extra) if extra else None
     if launcher == "srun":
         # Snakemake's SLURM job step strips SLURM_NTASKS & co. from our environment (srun would
         # start one task): pass the geometry of the job itself (from the caller)
@@ -166,7 +169,7 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={world_size}", *worker]
         # each worker checks that torchrun's parent is still this process (training_guard.die_with_parent)
-        env = dict(os.environ, **{training_guard.LAUNCHER_PID_ENV: str(os.getpid())})
+        env = dict(os.environ, **extra, **{training_guard.LAUNCHER_PID_ENV: str(os.getpid())})
     else:
         raise ValueError(f"unknown launcher {launcher!r} (torchrun or srun)")
 

@@ -68,6 +68,11 @@ def _translation_dataset(dataset):
     return getattr(dataset, "translation", dataset)
 
 
+def _device_of(module):
+    """The device of a module's weights (fairseq puts the model on the worker's GPU)."""
+    return next(module.parameters()).device
+
+
 def _sample_indices(dataset, count: int, seed: int) -> np.ndarray:
     """``count`` global indices spread over every pair (seeded), sorted."""
     n = len(dataset)
@@ -135,11 +140,14 @@ class CurveMonitor:
     # -- measurements ------------------------------------------------------------------------------
     def _loss(self, model, criterion, dataset, indices) -> float:
         import torch
+        from fairseq import utils
 
+        device = _device_of(model)
         total, tokens = 0.0, 0
         with torch.no_grad():
             for chunk in _pair_chunks(dataset, indices, self.batch_sentences):
-                sample = dataset.collater([dataset[int(i)] for i in chunk])
+                # the collater makes CPU tensors; the model may be on a GPU
+                sample = utils.apply_to_sample(lambda t: t.to(device), dataset.collater([dataset[int(i)] for i in chunk]))
                 loss, _, log = criterion(model, sample)
                 total += float(loss)
                 tokens += int(log["ntokens"])
@@ -150,12 +158,13 @@ class CurveMonitor:
         from fairseq.data import data_utils
 
         pad = encoder.padding_idx
+        device = _device_of(encoder)
         out = []
         with torch.no_grad():
             for start in range(0, len(sentences), self.batch_sentences):
                 chunk = sentences[start:start + self.batch_sentences]
-                tokens = data_utils.collate_tokens(chunk, pad, left_pad=False)
-                lengths = torch.tensor([len(s) for s in chunk], dtype=torch.long)
+                tokens = data_utils.collate_tokens(chunk, pad, left_pad=False).to(device)
+                lengths = torch.tensor([len(s) for s in chunk], dtype=torch.long, device=device)
                 out.append(encoder(tokens, src_lengths=lengths)["sentemb"].float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, encoder.output_units), dtype=np.float32)
 

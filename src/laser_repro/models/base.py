@@ -8,7 +8,8 @@ A family (LASER, multienc = Schwenk & Douze 2017, ...) is chosen by config -- th
   BPE for both families here, each with its own codes);
 * ``train_worker(...)``: one rank of a training run, started by the shared launcher
   (:mod:`laser_repro.models.training`: lock, fingerprint check, torchrun / srun, preemption,
-  resume, publication); ``fingerprint_settings`` / ``data_files`` / ``stopping_settings`` say
+  resume, publication) on the device the policy gives it (:mod:`laser_repro.models.device`; a family
+  with ``uses_gpu`` false trains on the CPU in one process per node); ``fingerprint_settings`` / ``data_files`` / ``stopping_settings`` say
   what makes a checkpoint directory belong to a run;
 * ``export(checkpoint, out)``: a training checkpoint -> an encoder file of tensors and plain types
   (loads with ``torch.load(weights_only=True)``), which names its family;
@@ -66,15 +67,16 @@ class MosesInputFamily:
                 for lang, path in tok_files(data_dir, split, languages).items()}
 
 
-def run_training_loop(trainer, data_dir, save_dir, settings: Mapping, *, rank, stop_requested,
+def run_training_loop(trainer, data_dir, save_dir, settings: Mapping, *, rank, device, stop_requested,
                       process_keys: Sequence[str]) -> dict:
     """``train_worker`` of a family with its own training loop (a module with ``train(...)`` and
-    ``CHECKPOINT_BEST``): the process settings are the launcher's, the kept model is the best checkpoint."""
+    ``CHECKPOINT_BEST``, :mod:`laser_repro.models.training_loop`): the process settings are the launcher's,
+    the kept model is the best checkpoint."""
     train = {k: v for k, v in settings["train"].items() if k not in process_keys}
-    outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank,
+    outcome = trainer.train(data_dir, save_dir, {**settings, "train": train}, rank=rank, device=device,
                             stop_requested=stop_requested)
     return {**outcome, "model": Path(save_dir) / trainer.CHECKPOINT_BEST, "kept_update": outcome.get("best_update"),
-            "runtime": {"batch_size": train.get("batch_size")}}
+            "runtime": {"batch_size": train.get("batch_size"), "device": str(device)}}
 
 
 class ModelFamily(ABC):
@@ -87,6 +89,8 @@ class ModelFamily(ABC):
     takes_codes: ClassVar[bool] = True
     #: learning curves the worker writes into the checkpoint directory (None: none)
     curves_file: ClassVar[Optional[str]] = None
+    #: whether the family trains on GPUs where they are visible (one worker per GPU); false: the CPU
+    uses_gpu: ClassVar[bool] = True
 
     def prepare(self, lines: Sequence[str], lang: str, *, codes, lowercase: bool = True) -> list[str]:
         """Raw sentences -> the model's input: Moses preprocessing of ``lang`` and the BPE ``codes``."""
@@ -111,9 +115,10 @@ class ModelFamily(ABC):
         """``{name: path}`` of every file training reads, ``dict.txt`` included (hashed into the fingerprint)."""
 
     @abstractmethod
-    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
-        """Train one rank until the end or ``stop_requested()``, resuming from ``save_dir``. Returns
+        """Train one rank on ``device`` (a ``torch.device``, :func:`laser_repro.models.device.worker_device`)
+        until the end or ``stop_requested()``, resuming from ``save_dir``. Returns
         ``{"num_updates", "start_updates", "preempted", "model": path of the checkpoint to publish,
         "runtime": {...}}`` (runtime: how it ran, for the status and the provenance record)."""
 

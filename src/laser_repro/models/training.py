@@ -52,14 +52,14 @@ def cmd_train(a):
         raise SystemExit(str(err)) from None
     # into the provenance record: how it was trained (float sums differ with threads and processes)
     status = read_json(Path(a.save_dir) / TRAIN_STATUS)
-    a.runtime = {k: status[k] for k in ("family", "world_size", "threads", "update_freq", "max_tokens",
+    a.runtime = {k: status[k] for k in ("family", "world_size", "device", "threads", "update_freq", "max_tokens",
                                         "tokens_per_update", "batch_size", "start_updates", "num_updates")
                  if status.get(k) is not None}
 
 
 def _train_launcher(a, settings: dict):
     from laser_repro.core import launch
-    from laser_repro.models import registry, training_guard
+    from laser_repro.models import device, registry, training_guard
 
     save_dir = Path(a.save_dir)
     family = registry.get(a.family)
@@ -78,18 +78,20 @@ def _train_launcher(a, settings: dict):
         _publish_outputs(a, save_dir / previous.get("model", "checkpoint_last.pt"), family, settings)
         return
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
+    # every worker follows this plan: a worker meant for a GPU that sees none stops (models.device)
+    plan = {device.PLANNED_DEVICE_ENV: device.planned_device_type(family.uses_gpu)}
     if a.launcher == "srun":
         job = launch.slurm_job_geometry(os.environ["SLURM_JOB_ID"])
         # as many threads per worker as CPUs per task (as torchrun's split below): the thread
         # count changes floating-point sums, so the same split gives the same model
         threads = max(1, job["cpus"] // job["tasks"])
-        rc = launch.launch_workers("srun", job["tasks"], _train_worker_argv(a, threads), job)
+        rc = launch.launch_workers("srun", job["tasks"], _train_worker_argv(a, threads), job, env=plan)
     else:
-        world = launch.local_world_size(settings["train"].get("cpu_processes", 1))
+        world = launch.local_world_size(settings["train"].get("cpu_processes", 1), uses_gpu=family.uses_gpu)
         if world == 1:
             return _train_worker(a, settings, launch.Rank())
         threads = max(1, a.threads // world)
-        rc = launch.launch_workers("torchrun", world, _train_worker_argv(a, threads))
+        rc = launch.launch_workers("torchrun", world, _train_worker_argv(a, threads), env=plan)
     status = read_json(status_path) if status_path.exists() else {}
     if status.get("status") == "preempted":
         log.warning("training stopped at update %s on request; rerun to resume", status.get("num_updates"))
@@ -120,9 +122,11 @@ def _train_worker(a, settings: dict, rank) -> None:
 
     from laser_repro.core import launch
     from laser_repro.models import registry, training_guard
+    from laser_repro.models.device import worker_device
 
     torch.set_num_threads(a.threads)
     family = registry.get(a.family)
+    device = worker_device(rank, uses_gpu=family.uses_gpu)  # before any work: a GPU-less rank stops here
     if rank.source == "srun":  # torchrun sets these itself
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = rank.master_addr, str(rank.master_port)
     deadline = launch.training_deadline(a.stop_before_limit) if rank.is_master else None
@@ -132,7 +136,7 @@ def _train_worker(a, settings: dict, rank) -> None:
                  a.stop_before_limit)
     with launch.PreemptionFlag(deadline) as flag:
         outcome = family.train_worker(Path(a.data), Path(a.save_dir), settings, rank=rank, threads=a.threads,
-                                      stop_requested=lambda: flag.requested)
+                                      device=device, stop_requested=lambda: flag.requested)
     no_update = not outcome["preempted"] and outcome["num_updates"] <= outcome["start_updates"]
     if not rank.is_master:
         if outcome["preempted"]:

@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping, Optional
 
-from laser_repro.config import planned_tokens_per_update
+from laser_repro.config import planned_tokens_per_update, without_default_precision
 from laser_repro.core.textio import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -178,6 +178,8 @@ def compute_fingerprint(settings: Mapping, data_dir, cache: Optional[Mapping] = 
     if dictionary is None:
         raise FileNotFoundError(f"{Path(data_dir) / 'dict.txt'}: the dictionary of the binarized data is missing")
     chosen = model_settings(settings) if family is None else family.fingerprint_settings(settings)
+    if isinstance(chosen.get("train"), Mapping):  # train.precision: part of the fingerprint unless the default
+        chosen = {**chosen, "train": without_default_precision(chosen["train"])}
     fingerprint = {"version": FINGERPRINT_VERSION, "settings": chosen,
                    "dictionary": dictionary, "data": hashes}
     return fingerprint, stats

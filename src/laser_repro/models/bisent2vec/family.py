@@ -20,6 +20,7 @@ LOGGING_KEYS = ("log_interval", "validations_per_epoch", "chunk_pairs")
 class BiSent2VecFamily(MosesInputFamily, ModelFamily):
     name = "bisent2vec"
     curves_file = "curves.json"
+    uses_gpu = False  # a compiled CPU kernel: one process whatever GPUs the node has
 
     def fingerprint_settings(self, settings: Mapping) -> dict:
         # epochs set the learning-rate schedule: they change the weights at every step
@@ -32,7 +33,7 @@ class BiSent2VecFamily(MosesInputFamily, ModelFamily):
         # the vocabulary, under the launcher's name for it
         return {"dict.txt": Path(settings["vocab"]), **self.text_data_files(data_dir, settings["languages"])}
 
-    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
         from laser_repro.models.bisent2vec import trainer
 

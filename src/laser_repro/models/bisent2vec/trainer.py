@@ -35,8 +35,8 @@ from laser_repro.data.nway import tok_files
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.bisent2vec import kernel
 from laser_repro.models.bisent2vec import vocab as vocabulary
-from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.collectives import atomic_write, derived_seed
+from laser_repro.models.training_loop import load_resume_checkpoint
 
 CHECKPOINT_LAST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_init.pt"
 CHECKPOINT_BEST = CHECKPOINT_LAST  # the kept model is the last one (a fixed number of epochs)
@@ -150,11 +150,7 @@ class _Training:
             if not (self.save_dir / CHECKPOINT_INIT).exists():
                 self.save(CHECKPOINT_INIT)
             return
-        ckpt = load_model_file(last, what="bisent2vec training checkpoint", rebuild="delete it to train from scratch",
-                               weights_only=True, map_location="cpu")
-        changed = [k for k in FIXED_SETTINGS if ckpt["settings"][k] != self.settings[k]]
-        if changed:
-            raise ValueError(f"{last}: trained with other {changed} settings than these; use another save_dir or delete it")
+        ckpt = load_resume_checkpoint(last, "bisent2vec", self.settings, FIXED_SETTINGS)
         if ckpt["vocab"] != self.vocab.to_state():
             raise ValueError(f"{last}: trained with another vocabulary than {self.settings['vocab']}")
         self.state = {key: ckpt[key] for key in self.state}

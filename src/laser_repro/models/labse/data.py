@@ -63,16 +63,17 @@ def pair_batches(pairs: Sequence[tuple[str, int]], batch_size: int, rng: np.rand
 
 
 def collate(sentences: Sequence[Sequence[int]], token_types: Sequence[Sequence[int]] | None = None):
-    """Padded ``input_ids``, ``attention_mask`` (and ``token_type_ids``) of token id lists."""
+    """Padded ``input_ids``, ``attention_mask`` (and ``token_type_ids``) of token id lists, on the CPU (a
+    trainer moves them to its device)."""
     width = max(len(s) for s in sentences)
-    ids = torch.zeros(len(sentences), width, dtype=torch.long)  # [PAD] is id 0
-    mask = torch.zeros(len(sentences), width, dtype=torch.long)
-    types = torch.zeros(len(sentences), width, dtype=torch.long)
+    ids = torch.zeros(len(sentences), width, dtype=torch.long, device="cpu")  # [PAD] is id 0
+    mask = torch.zeros(len(sentences), width, dtype=torch.long, device="cpu")
+    types = torch.zeros(len(sentences), width, dtype=torch.long, device="cpu")
     for row, sentence in enumerate(sentences):
-        ids[row, :len(sentence)] = torch.as_tensor(sentence)
+        ids[row, :len(sentence)] = torch.as_tensor(sentence, device="cpu")
         mask[row, :len(sentence)] = 1
         if token_types is not None:
-            types[row, :len(sentence)] = torch.as_tensor(token_types[row])
+            types[row, :len(sentence)] = torch.as_tensor(token_types[row], device="cpu")
     return ids, mask, types
 
 

@@ -37,16 +37,20 @@ def export_encoder(checkpoint, out) -> dict:
 
 
 class LabseEncoder:
-    def __init__(self, payload: dict, path):
+    """The encoder of a file, eval mode, float32, on ``device`` (the CPU unless given)."""
+
+    def __init__(self, payload: dict, path, device="cpu"):
         from laser_repro.models.labse import vocab
 
         if payload.get("family") != "labse" or payload.get("format") != FORMAT:
             raise ValueError(f"{path}: not a labse encoder file of format {FORMAT}")
         self.path = path
         self.max_len = int(payload["encoder"]["max_len"])
-        self.bert = build_encoder(payload["encoder"], payload["vocab_size"])
+        self.device = torch.device(device)
+        with torch.device("cpu"):
+            self.bert = build_encoder(payload["encoder"], payload["vocab_size"])
         self.bert.load_state_dict(payload["model"])
-        self.bert.eval()
+        self.bert.eval().to(self.device)
         from tokenizers import Tokenizer
 
         self.tokenizer = Tokenizer.from_str(payload["tokenizer"])
@@ -55,9 +59,9 @@ class LabseEncoder:
         self.num_updates = payload["num_updates"]
 
     @classmethod
-    def load(cls, path) -> "LabseEncoder":
+    def load(cls, path, device="cpu") -> "LabseEncoder":
         return cls(load_model_file(path, what="labse encoder", rebuild="rerun its export", weights_only=True,
-                                   map_location="cpu"), path)
+                                   map_location="cpu"), path, device)
 
     @torch.no_grad()
     def embed(self, lines: Sequence[str], lang: str, *, batch_size: int = 128) -> np.ndarray:
@@ -68,7 +72,7 @@ class LabseEncoder:
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
             input_ids, mask, _ = labse_data.collate([ids[i] for i in rows])
-            out[rows] = sentence_embedding(self.bert, input_ids, mask).numpy()
+            out[rows] = sentence_embedding(self.bert, input_ids.to(self.device), mask.to(self.device)).cpu().numpy()
         return out
 
 

@@ -33,11 +33,12 @@ class LabseFamily(MosesInputFamily, ModelFamily):
             files["init_checkpoint"] = Path(settings["init_checkpoint"])
         return {**files, **self.text_data_files(data_dir, settings["languages"])}
 
-    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
         from laser_repro.models.labse import trainer
 
-        return run_training_loop(trainer, data_dir, save_dir, settings, rank=rank, stop_requested=stop_requested,
+        return run_training_loop(trainer, data_dir, save_dir, settings, rank=rank, device=device,
+                                 stop_requested=stop_requested,
                                  process_keys=PROCESS_KEYS)
 
     def export(self, checkpoint, out) -> dict:

@@ -12,14 +12,13 @@ AdamW, linear warm-up then linear decay to 0 at ``max_update`` (Section 3.2). Se
 (torchrun / srun) split each global batch into contiguous slices; embeddings are gathered with their
 gradients (cross-accelerator negatives, Section 3.3) and the gradients summed, so k processes make the
 update of one process with the whole batch. Batches and masks come from RNGs seeded with (seed, epoch)
-and (seed, update): a resumed run continues exactly.
+and (seed, update): a resumed run continues exactly. Device, precision, checkpoints and collectives:
+laser_repro.models.training_loop.
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
@@ -30,19 +29,21 @@ import torch.nn.functional as F
 from laser_repro.core.launch import Rank
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
-from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
+from laser_repro.models.collectives import Comm
+from laser_repro.models.device import PRECISIONS
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
                                             build_masked_lm, complete, gather_with_grad, sentence_embedding)
+from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
+                                              CURVES_FILE, CheckpointedTraining, run_training)
 
-CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
-CURVES_FILE = "curves.json"
 STAGES = ("dual", "pretrain")
 #: the paper's dual-encoder training (Section 3.2: AdamW, lr 1e-3 decayed linearly, batch 4096, 50k updates
 #: after pre-training); weight decay and warm-up are not stated: AdamW's usual 0.01, no warm-up
 DEFAULT_TRAIN = {"batch_size": 4096, "lr": 1e-3, "weight_decay": 0.01, "warmup_updates": 0, "max_update": 50000,
-                 "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100}
+                 "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100,
+                 "precision": "fp32"}
 #: pre-training only (Section 3.4): 20% of the tokens masked, at most 80; progressive stacking
 PRETRAIN_TRAIN = {"mask_prob": 0.2, "max_masked": 80, "progressive_stacking": True}
 #: progressive stacking: (fraction of the layers, share of the updates) of the paper's three stages
@@ -65,6 +66,8 @@ def complete_settings(settings: Mapping) -> dict:
     for key in ("batch_size", "max_update", "validate_interval_updates"):
         if not isinstance(train[key], int) or train[key] < 1:
             raise ValueError(f"labse settings: 'train' {key} must be a positive integer, not {train[key]!r}")
+    if train["precision"] not in PRECISIONS:
+        raise ValueError(f"labse settings: 'train' precision {train['precision']!r} is not one of {PRECISIONS}")
     languages = list(settings["languages"])
     pivot = settings.get("pivot", "eng")
     if pivot not in languages or len(languages) < 2:
@@ -110,10 +113,12 @@ def learning_rate(opts: Mapping, update: int) -> float:
     return lr * max(0.0, (total - update) / max(1, total - warm))
 
 
-class _Training:
+class _Training(CheckpointedTraining):
+    family, fixed_settings = "labse", FIXED_SETTINGS
+
     def __init__(self, data_dir: Path, save_dir: Path, settings: dict, rank: Rank, comm: Comm, log: logging.Logger):
-        self.save_dir, self.settings, self.rank, self.comm, self.log = save_dir, settings, rank, comm, log
-        self.opts, self.stage = settings["train"], settings["stage"]
+        super().__init__(save_dir, settings, rank, comm, log)
+        self.stage = settings["stage"]
         self.enc = settings["encoder"]
         self.tokenizer_json = Path(settings["tokenizer"]).read_text(encoding="utf-8")
         self.tokenizer = vocab.load(settings["tokenizer"])
@@ -138,13 +143,11 @@ class _Training:
                       "best_similarity_error": None, "best_update": None, "best_valid_loss": None,
                       "history": [], "train_loss_sum": 0.0, "train_batches": 0}
         self._epoch_batches: tuple[int, list] = (0, [])
-        self._last_log = (time.perf_counter(), 0)
 
     # ---- model ---------------------------------------------------------------------------------
     def _build(self, depth: int):
-        model = (build_encoder if self.stage == "dual" else build_masked_lm)(self.enc, self.vocab_size, depth)
-        model.train()
-        return model
+        return self.place(lambda: (build_encoder if self.stage == "dual" else build_masked_lm)(
+            self.enc, self.vocab_size, depth))
 
     def _optimizer(self):
         return torch.optim.AdamW(self.model.parameters(), lr=learning_rate(self.opts, self.state_updates()),
@@ -180,43 +183,23 @@ class _Training:
             self.log.info("progressive stacking: %d layers from update %d", depth, self.state["num_updates"])
 
     # ---- checkpoints ----------------------------------------------------------------------------
-    def resume_or_start(self) -> None:
-        last = self.save_dir / CHECKPOINT_LAST
-        if not last.exists():
-            for param in self.model.state_dict().values():  # one initialisation on every rank
-                self.comm.broadcast_(param)
-            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank))
-            if not (self.save_dir / CHECKPOINT_INIT).exists():
-                self.save(CHECKPOINT_INIT)
-            return
-        ckpt = load_model_file(last, what="labse training checkpoint", rebuild="delete it to train from scratch",
-                               weights_only=True, map_location="cpu")
-        changed = [k for k in FIXED_SETTINGS if ckpt["settings"][k] != self.settings[k]]
-        if changed:
-            raise ValueError(f"{last}: trained with other {changed} settings than these; use another save_dir or delete it")
+    def check_compatible(self, ckpt: dict, path: Path) -> None:
         if ckpt["tokenizer"] != self.tokenizer_json:
-            raise ValueError(f"{last}: trained with another vocabulary than {self.settings['tokenizer']}")
-        self.state = {key: ckpt[key] for key in self.state}
+            raise ValueError(f"{path}: trained with another vocabulary than {self.settings['tokenizer']}")
+
+    def restore(self, ckpt: dict) -> None:
         if self.state["depth"] != self.depth:
             self.depth = self.state["depth"]
             self.model = self._build(self.depth)
         self.model.load_state_dict(ckpt["model"])
         self.optimizer = self._optimizer()
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        restore_rng(ckpt["torch_rng_states"], self.rank, self.opts["seed"], self.state["num_updates"])
-        if self.rank.is_master:
-            self.log.info("resumed from %s at update %d (epoch %d, batch %d, %d layers)", last,
-                          self.state["num_updates"], self.state["epoch"], self.state["batch_index"], self.depth)
 
-    def save(self, name: str) -> None:
-        rng_states = self.comm.rng_states()
-        if not self.rank.is_master:
-            return
-        payload = {"format": 1, "family": "labse", "stage": self.stage, "model": self.model.state_dict(),
-                   "optimizer": self.optimizer.state_dict(), **copy.deepcopy(self.state),
-                   "settings": self.settings, "tokenizer": self.tokenizer_json, "vocab_size": self.vocab_size,
-                   "torch_rng_states": rng_states}
-        atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+    def position(self) -> str:
+        return f"{super().position()}, {self.depth} layers"
+
+    def checkpoint_fields(self) -> dict:
+        return {"family": "labse", "stage": self.stage, "tokenizer": self.tokenizer_json, "vocab_size": self.vocab_size}
 
     # ---- training --------------------------------------------------------------------------------
     def finished(self) -> bool:
@@ -243,8 +226,9 @@ class _Training:
 
     def dual_loss(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
         loss_opts = self.settings["loss"]
-        x_local = self._embed_batch([self.train_data[lang][i] for lang, i in mine])
-        y_local = self._embed_batch([self.train_data[self.pivot][i] for _, i in mine])
+        with self.precision.autocast():  # the loss in float32: scale x cosine logits over the whole batch
+            x_local = self.precision.widen(self._embed_batch([self.train_data[lang][i] for lang, i in mine]))
+            y_local = self.precision.widen(self._embed_batch([self.train_data[self.pivot][i] for _, i in mine]))
         x_all, y_all = gather_with_grad(x_local, sizes), gather_with_grad(y_local, sizes)
         return bidirectional_ams_loss(x_local, y_local, x_all, y_all, margin=loss_opts["margin"],
                                       scale=loss_opts["scale"], bidirectional=loss_opts["bidirectional"],
@@ -252,9 +236,10 @@ class _Training:
 
     def _embed_batch(self, sentences) -> torch.Tensor:
         if not sentences:  # an empty slice (more processes than pairs): no rows, but a graph for all_gather
-            return torch.zeros(0, self.enc["hidden"]) + 0 * sum(p.sum() for p in self.model.parameters())
+            return (torch.zeros(0, self.enc["hidden"], device=self.device)
+                    + 0 * sum(p.sum() for p in self.model.parameters()))
         ids, mask, _ = labse_data.collate(sentences)
-        return sentence_embedding(self.encoder(), ids, mask)
+        return sentence_embedding(self.encoder(), *self.to_device(ids, mask))
 
     def masked_lm_loss(self, mine: list, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
         """Summed cross-entropy of this slice's masked tokens, and their number."""
@@ -262,10 +247,13 @@ class _Training:
         ids, mask, types = labse_data.collate([t[0] for t in tokens], [t[1] for t in tokens])
         ids, labels = labse_data.mask_tokens(ids, mask, rng, vocab_size=self.vocab_size,
                                              prob=self.opts["mask_prob"], max_masked=self.opts["max_masked"])
-        logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), ignore_index=labse_data.IGNORE,
-                               reduction="sum")
-        return loss, float((labels != labse_data.IGNORE).sum())
+        n_masked = float((labels != labse_data.IGNORE).sum())
+        ids, mask, types, labels = self.to_device(ids, mask, types, labels)
+        with self.precision.autocast():
+            logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+        loss = F.cross_entropy(self.precision.widen(logits).view(-1, logits.shape[-1]), labels.view(-1),
+                               ignore_index=labse_data.IGNORE, reduction="sum")
+        return loss, n_masked
 
     def update(self, batch: list) -> None:
         s = self.state
@@ -280,42 +268,23 @@ class _Training:
         params = list(self.model.parameters())
         if self.stage == "dual":
             loss = self.dual_loss(mine, sizes, offset)  # already divided by the global batch size
-            loss.backward()
-            counts = torch.tensor([loss.item(), 1.0 if self.rank.is_master else 0.0])
+            self.precision.backward(loss)
+            counts = [loss.item(), 1.0 if self.rank.is_master else 0.0]
         else:
             rng = np.random.default_rng([self.opts["seed"], s["num_updates"], self.rank.rank])
             loss, n_masked = self.masked_lm_loss(mine, rng) if mine else (None, 0.0)
             if loss is not None:
-                loss.backward()
-            counts = torch.tensor([loss.item() if loss is not None else 0.0, n_masked])
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
-                         + [counts.to(params[0].dtype)])
-        self.comm.sum_(flat)
-        divisor = 1.0 if self.stage == "dual" else max(float(flat[-1]), 1.0)
-        loss_value = float(flat[-2]) / divisor
-        offset_ = 0
-        for p in params:
-            p.grad = flat[offset_:offset_ + p.numel()].view_as(p) / divisor
-            offset_ += p.numel()
-        if self.opts["clip_norm"]:
-            torch.nn.utils.clip_grad_norm_(params, self.opts["clip_norm"])
-        self.optimizer.step()
+                self.precision.backward(loss)
+            counts = [loss.item() if loss is not None else 0.0, n_masked]
+        dual = self.stage == "dual"
+        loss_sum, n_masked = self.reduce_gradients(params, counts, lambda totals: 1.0 if dual else max(totals[1], 1.0))
+        loss_value = loss_sum / (1.0 if dual else max(n_masked, 1.0))
+        self.optimizer_step(params)
         s["num_updates"] += 1
         s["batch_index"] += 1
         s["train_loss_sum"] += loss_value
         s["train_batches"] += 1
-        self._log_progress(loss_value, len(batch), lr)
-
-    def _log_progress(self, loss: float, examples: int, lr: float) -> None:
-        start, seen = self._last_log
-        seen += examples
-        self._last_log = (start, seen)
-        n = self.state["num_updates"]
-        if self.rank.is_master and self.opts["log_interval"] and n % self.opts["log_interval"] == 0:
-            now = time.perf_counter()
-            what = "pairs" if self.stage == "dual" else "examples"
-            self.log.info("update %d | loss %.4f | lr %.3g | %.1f %s/s", n, loss, lr, seen / max(now - start, 1e-9), what)
-            self._last_log = (now, 0)
+        self.log_progress(loss_value, len(batch), "pairs" if dual else "examples", lr, loss_format="%.4f")
 
     # ---- validation -------------------------------------------------------------------------------
     @torch.no_grad()
@@ -328,9 +297,11 @@ class _Training:
         n_valid = len(self.valid_data[self.pivot])
         embeddings = {}
         for lang in langs:
-            chunks = [sentence_embedding(self.encoder(), *labse_data.collate(self.valid_data[lang][j:j + size])[:2])
-                      for j in range(0, n_valid, size)]
-            embeddings[lang] = torch.cat(chunks)
+            with self.precision.autocast():
+                chunks = [sentence_embedding(self.encoder(),
+                                             *self.to_device(*labse_data.collate(self.valid_data[lang][j:j + size])[:2]))
+                          for j in range(0, n_valid, size)]
+            embeddings[lang] = self.precision.widen(torch.cat(chunks))
         if self.stage == "dual":
             loss_opts, losses = self.settings["loss"], []
             for lang in (lang for lang in langs if lang != self.pivot):
@@ -350,24 +321,24 @@ class _Training:
                 ids, mask, types = labse_data.collate([t[0] for t in tokens], [t[1] for t in tokens])
                 ids, labels = labse_data.mask_tokens(ids, mask, rng, vocab_size=self.vocab_size,
                                                      prob=self.opts["mask_prob"], max_masked=self.opts["max_masked"])
-                logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
-                total += F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1),
-                                         ignore_index=labse_data.IGNORE, reduction="sum").item()
                 count += float((labels != labse_data.IGNORE).sum())
+                ids, mask, types, labels = self.to_device(ids, mask, types, labels)
+                with self.precision.autocast():
+                    logits = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+                total += F.cross_entropy(self.precision.widen(logits).view(-1, logits.shape[-1]), labels.view(-1),
+                                         ignore_index=labse_data.IGNORE, reduction="sum").item()
             valid_loss = total / max(count, 1.0)
         self.model.train()
-        matrix = similarity_error_matrix({lang: e.numpy().astype(np.float32) for lang, e in embeddings.items()}, langs)
+        matrix = similarity_error_matrix({lang: e.cpu().numpy().astype(np.float32) for lang, e in embeddings.items()},
+                                         langs)
         return valid_loss, matrix
 
     def validate(self) -> None:
-        values = torch.zeros(2, dtype=torch.float64)
-        pairs = {}
+        values, pairs = None, {}
         if self.rank.is_master:
             valid_loss, matrix = self.evaluate()
-            values[:] = torch.tensor([valid_loss, matrix["mean"]], dtype=torch.float64)
-            pairs = matrix["pairs"]
-        self.comm.broadcast_(values)
-        valid_loss, error = float(values[0]), float(values[1])
+            values, pairs = (valid_loss, matrix["mean"]), matrix["pairs"]
+        valid_loss, error = self.share_from_master(values, 2)
         s = self.state
         record = {"update": s["num_updates"], "epoch": s["epoch"], "lr": learning_rate(self.opts, s["num_updates"]),
                   "train_loss": s["train_loss_sum"] / s["train_batches"] if s["train_batches"] else None,
@@ -382,11 +353,7 @@ class _Training:
         if self.rank.is_master:
             self.log.info("validation at update %d | valid loss %.4f | similarity error %.2f%% | kept: update %d (%.2f%%)",
                           s["num_updates"], valid_loss, error, s["best_update"], s["best_similarity_error"])
-            curves = self.save_dir / CURVES_FILE
-            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
-        self.save(CHECKPOINT_LAST)
-        if improved:
-            self.save(CHECKPOINT_BEST)
+        self.save_validation(improved)
 
     def run(self, stop_requested: Callable[[], bool]) -> dict:
         s = self.state
@@ -394,10 +361,7 @@ class _Training:
         if not s["history"]:
             self.validate()  # update 0: the curves start at the initialisation
         while not self.finished():
-            if self.comm.any(stop_requested()):
-                self.save(CHECKPOINT_LAST)
-                if self.rank.is_master:
-                    self.log.warning("stop requested: saved %s at update %d", CHECKPOINT_LAST, s["num_updates"])
+            if self.stopped(stop_requested):
                 result["preempted"] = True
                 break
             batches = self.epoch_batches()
@@ -411,17 +375,12 @@ class _Training:
 
 
 def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: Callable[[], bool],
-          log: Optional[logging.Logger] = None) -> dict:
+          log: Optional[logging.Logger] = None, device: Optional[torch.device] = None) -> dict:
     """Train (or resume from ``save_dir/checkpoint_last.pt``) one LaBSE stage on the N-way text of
-    ``data_dir`` (``tok/{train,valid}.LANG``) with the vocabulary ``settings['tokenizer']``."""
+    ``data_dir`` (``tok/{train,valid}.LANG``) with the vocabulary ``settings['tokenizer']``, on ``device``
+    (None: the worker's, :func:`laser_repro.models.device.worker_device`)."""
     log = log or logging.getLogger("laser_repro")
     settings = complete_settings(settings)
     save_dir = Path(save_dir)
-    save_dir.mkdir(parents=True, exist_ok=True)
-    comm = Comm(rank)
-    try:
-        training = _Training(Path(data_dir), save_dir, settings, rank, comm, log)
-        training.resume_or_start()
-        return training.run(stop_requested)
-    finally:
-        comm.close()
+    return run_training(lambda comm: _Training(Path(data_dir), save_dir, settings, rank, comm, log), save_dir,
+                        rank=rank, device=device, stop_requested=stop_requested)

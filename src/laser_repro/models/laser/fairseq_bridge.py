@@ -68,7 +68,8 @@ _TRAIN_KEYS = {
     "patience": "--patience",
     "log_file": "--log-file",
 }
-_TRAIN_FLAGS = {"fp16": "--fp16"}
+#: train.precision -> fairseq's options (its own loss scaling for fp16; bf16 needs no scaler)
+_PRECISION_FLAGS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
 _REQUIRED_TRAIN_KEYS = ("lr", "max_tokens", "update_freq", "max_epoch", "seed", "log_interval")
 
 
@@ -368,7 +369,7 @@ def fairseq_train_argv(
     max_source_positions, max_target_positions).
     ``train`` keys: lr, max_tokens, update_freq, max_epoch, seed, log_interval (+ optional
     max_sentences, max_update, save_interval_updates, keep_interval_updates, clip_norm,
-    log_file, fp16).
+    log_file, precision: fp32 | fp16 | bf16 -- fp16 and bf16 on GPUs only).
     ``validate``: None = validate iff valid.* files exist in ``data_dir``.
     ``nli``: ``{"data": PREFIX, "weight": W}`` (:func:`nli_settings`); with W > 0 adds the task
     options ``--nli-data PREFIX --nli-weight W`` and uses the ``laser_multitask`` criterion
@@ -379,7 +380,7 @@ def fairseq_train_argv(
     unknown = set(model) - set(_MODEL_KEYS)
     if unknown:
         raise ValueError(f"unknown model keys: {sorted(unknown)}")
-    unknown = set(train) - set(_TRAIN_KEYS) - set(_TRAIN_FLAGS)
+    unknown = set(train) - set(_TRAIN_KEYS) - {"precision"}
     if unknown:
         raise ValueError(f"unknown train keys: {sorted(unknown)}")
     missing = [k for k in _REQUIRED_TRAIN_KEYS if k not in train]
@@ -408,9 +409,13 @@ def fairseq_train_argv(
     for key, opt in _TRAIN_KEYS.items():
         if train.get(key) is not None:
             argv += [opt, _fmt(train[key])]
-    for key, opt in _TRAIN_FLAGS.items():
-        if train.get(key):
-            argv.append(opt)
+    precision = train.get("precision") or "fp32"
+    if precision not in _PRECISION_FLAGS:
+        raise ValueError(f"train.precision {precision!r} is not one of {sorted(_PRECISION_FLAGS)}")
+    if cpu and precision != "fp32":
+        raise ValueError(f"train.precision {precision}: fairseq trains in {precision} on GPUs only; this run is on "
+                         f"the CPU (set train.precision: fp32 for a CPU run)")
+    argv += _PRECISION_FLAGS[precision]
     argv += [
         "--save-dir", str(save_dir),
         "--no-epoch-checkpoints",  # keep checkpoint_last.pt (+ checkpoint_best.pt when validating)
@@ -502,24 +507,27 @@ def load_model(checkpoint_path):
 # -------------------------------------------------------------------------------------------
 
 
-def distributed_argv(world_size: int, rank: int, local_rank: int, cpu: bool, *,
-                     unused_parameters: bool = False) -> list[str]:
+def distributed_argv(world_size: int, rank: int, device, *, unused_parameters: bool = False) -> list[str]:
     """fairseq options for one rank of a ``world_size``-process run whose rendezvous is in the
-    environment (``MASTER_ADDR`` / ``MASTER_PORT``, set by torchrun or by our srun worker).
+    environment (``MASTER_ADDR`` / ``MASTER_PORT``, set by torchrun or by our srun worker), computing on
+    ``device`` (a ``torch.device``: the worker's, :mod:`laser_repro.models.device`, whose backend it uses).
 
     ``unused_parameters``: some batches leave parameters unused (the NLI objective: the decoder
     on NLI batches, the head on translation batches); torch's DistributedDataParallel (GPUs) then
     needs ``--find-unused-parameters``.  legacy_ddp (CPU) all-reduces every parameter anyway,
     zero gradients included."""
+    from laser_repro.models.device import distributed_backend
+
     if world_size <= 1:
         return []
+    cpu = device.type == "cpu"
     argv = [
         "--distributed-world-size", str(world_size),
         "--distributed-rank", str(rank),
-        "--device-id", str(local_rank),
+        "--device-id", str(0 if cpu else device.index),
         "--distributed-init-method", "env://",
         "--distributed-no-spawn",  # the processes exist already (torchrun / srun)
-        "--distributed-backend", "gloo" if cpu else "nccl",
+        "--distributed-backend", distributed_backend(device),
         # every rank reads checkpoint_last.pt itself (weights_only + our allowlist); otherwise
         # rank 0 re-pickles it, omegaconf objects included, for a torch.load on the others
         "--load-checkpoint-on-all-dp-ranks",

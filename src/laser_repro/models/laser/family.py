@@ -30,12 +30,11 @@ class LaserFamily(ModelFamily):
 
         return training_guard.data_files(data_dir, settings)
 
-    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
-        """One fairseq rank: ``update_freq`` recomputed for the processes found (same tokens per
-        update), early stopping on the held-out pairs, the NLI multitask objective, the curves."""
-        import torch
-
+        """One fairseq rank on ``device`` (CPU, or its GPU: fairseq's ``--device-id``): ``update_freq``
+        recomputed for the processes found (same tokens per update), early stopping on the held-out pairs,
+        the NLI multitask objective, the curves."""
         from laser_repro.config import planned_tokens_per_update
         from laser_repro.core import launch
         from laser_repro.models.laser import fairseq_bridge
@@ -52,7 +51,7 @@ class LaserFamily(ModelFamily):
         # the same tokens per update whatever the number of processes found here
         train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
         tokens_per_update = train["max_tokens"] * rank.world_size * train["update_freq"]  # >= planned
-        gpus = torch.cuda.device_count()
+        cpu = device.type == "cpu"
         if rank.is_master:
             log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
                      planned, train["max_tokens"], rank.world_size, train["update_freq"], tokens_per_update)
@@ -61,10 +60,9 @@ class LaserFamily(ModelFamily):
         # pairs with no binarized sentence (empty bitexts) are left out with a warning; none left: an error
         pairs, _ = fairseq_bridge.nonempty_pairs(str(data_dir), settings["pairs"])
         argv = fairseq_bridge.fairseq_train_argv(str(data_dir), str(save_dir), pairs, settings["targets"],
-                                                 settings["model"], train, cpu=gpus == 0, nli=nli,
+                                                 settings["model"], train, cpu=cpu, nli=nli,
                                                  validate=bool(early) or (False if curves else None))
-        argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, rank.local_rank % max(gpus, 1),
-                                                cpu=gpus == 0,
+        argv += fairseq_bridge.distributed_argv(rank.world_size, rank.rank, device,
                                                 unused_parameters=fairseq_bridge.nli_settings(nli) is not None)
         if rank.is_master:
             log.info("fairseq-train %s", " ".join(argv))
@@ -90,7 +88,7 @@ class LaserFamily(ModelFamily):
                 mark_kept(Path(save_dir) / self.curves_file, kept)
         return {**outcome, "model": model, "kept_update": kept,
                 "runtime": {"update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
-                            "tokens_per_update": tokens_per_update}}
+                            "tokens_per_update": tokens_per_update, "device": str(device)}}
 
     def checkpoint_updates(self, path) -> int:
         from laser_repro.models.laser import fairseq_bridge

@@ -101,9 +101,11 @@ def batches(n_sentences: int, batch_size: int, rng: np.random.Generator) -> list
 
 
 def collate(token_lists: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``([B, T] LongTensor right-padded with <pad>, [B] lengths)``."""
-    lengths = torch.tensor([len(tokens) for tokens in token_lists], dtype=torch.long)
-    padded = torch.full((len(token_lists), int(lengths.max()) if len(token_lists) else 0), PAD, dtype=torch.long)
+    """``([B, T] LongTensor right-padded with <pad>, [B] lengths)``, on the CPU (a trainer moves the ids to
+    its device in one copy; the lengths stay: packing reads them on the CPU)."""
+    lengths = torch.tensor([len(tokens) for tokens in token_lists], dtype=torch.long, device="cpu")
+    padded = torch.full((len(token_lists), int(lengths.max()) if len(token_lists) else 0), PAD, dtype=torch.long,
+                        device="cpu")
     for row, tokens in enumerate(token_lists):
-        padded[row, :len(tokens)] = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
+        padded[row, :len(tokens)] = torch.from_numpy(np.asarray(tokens, dtype=np.int64))
     return padded, lengths

@@ -55,21 +55,24 @@ def export_encoder(checkpoint_path, out_path) -> dict:
 
 
 class MultiencEncoder:
-    """Sentence embeddings from an exported file: one encoder per language, eval mode, CPU."""
+    """Sentence embeddings from an exported file: one encoder per language, eval mode, float32, on ``device``
+    (the CPU unless given)."""
 
-    def __init__(self, model_settings: dict, dictionary: Dictionary, encoders: dict, path=None):
+    def __init__(self, model_settings: dict, dictionary: Dictionary, encoders: dict, device="cpu", path=None):
         self.path = path
         self.dictionary = dictionary
+        self.device = torch.device(device)
         self.encoders = {}
         for lang, state in encoders.items():
-            encoder = build_encoder(model_settings, len(dictionary))
+            with torch.device("cpu"):
+                encoder = build_encoder(model_settings, len(dictionary))
             encoder.load_state_dict(state)
-            self.encoders[lang] = encoder.eval()
+            self.encoders[lang] = encoder.eval().to(self.device)
         self.dim = embedding_dim(model_settings)
         self.languages = list(encoders)
 
     @classmethod
-    def load(cls, path) -> "MultiencEncoder":
+    def load(cls, path, device="cpu") -> "MultiencEncoder":
         """Read a file of :func:`export_encoder`; a truncated or foreign file raises, naming it."""
         data = load_model_file(path, what="multienc encoder file", rebuild="delete it and rerun the export",
                                weights_only=True, map_location="cpu")
@@ -80,7 +83,7 @@ class MultiencEncoder:
         if data["format"] != FORMAT:
             raise UserError(f"{path}: multienc encoder format {data['format']!r}; this code reads {FORMAT}")
         return cls(data["model"], Dictionary.from_symbols(data["dictionary"]),
-                   {lang: data["encoders"][lang] for lang in data["languages"]}, path)
+                   {lang: data["encoders"][lang] for lang in data["languages"]}, device, path)
 
     @torch.no_grad()
     def embed(self, bpe_lines: Sequence[str], lang: str, batch_size: int = 256) -> np.ndarray:
@@ -94,5 +97,6 @@ class MultiencEncoder:
         order = np.argsort([-len(tokens) for tokens in encoded], kind="stable")
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
-            out[rows] = self.encoders[lang](*collate([encoded[i] for i in rows])).numpy()
+            tokens, lengths = collate([encoded[i] for i in rows])
+            out[rows] = self.encoders[lang](tokens.to(self.device), lengths).cpu().numpy()
         return out

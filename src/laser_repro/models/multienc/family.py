@@ -30,11 +30,12 @@ class MultiencFamily(ModelFamily):
                 files[f"{split}.{lang}"] = data_dir / f"{split}.{lang}"
         return files
 
-    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int,
+    def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
         from laser_repro.models.multienc import trainer
 
-        return run_training_loop(trainer, data_dir, save_dir, settings, rank=rank, stop_requested=stop_requested,
+        return run_training_loop(trainer, data_dir, save_dir, settings, rank=rank, device=device,
+                                 stop_requested=stop_requested,
                                  process_keys=PROCESS_KEYS)
 
     def export(self, checkpoint, out) -> dict:

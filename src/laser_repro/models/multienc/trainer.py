@@ -5,17 +5,15 @@ error (Algorithm 1), the learning rate decayed whenever the dev similarity error
 Several processes (torchrun / srun, ``laser_repro.core.launch``) split every global batch into
 contiguous slices. The path of an update and the shuffling of an epoch come from RNGs seeded with
 ``(seed, update)`` / ``(seed, epoch)``, so every rank uses the same encoders and decoders; the
-gradients of those modules are summed over the ranks (gloo all-reduce, no DDP wrapper) and divided
-by the global number of target tokens -- the update of one process with the whole batch.
+gradients of those modules are summed over the ranks (an all-reduce, no DDP wrapper) and divided
+by the global number of target tokens -- the update of one process with the whole batch. Device,
+precision, checkpoints and collectives: laser_repro.models.training_loop.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
-import os
-import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
@@ -23,21 +21,21 @@ import numpy as np
 import torch
 
 from laser_repro.core.launch import Rank
-from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models import subword
-from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.collectives import Comm
+from laser_repro.models.device import PRECISIONS
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.model import Dictionary, build_model, complete_model_settings
 from laser_repro.models.multienc.paths import TrainingPaths
+from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
+                                              CURVES_FILE, CheckpointedTraining, run_training)
 
-CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
-CURVES_FILE = "curves.json"
 
 DEFAULT_TRAIN_SETTINGS = {
     "optimizer": "adam", "lr": 0.001, "lr_decay": 0.5, "batch_size": 96, "clip_norm": 2.0,
     "max_epoch": 5, "max_update": None, "max_len": 60, "seed": 1, "validate_interval_updates": 100,
-    "patience": 3, "log_interval": 20,
+    "patience": 3, "log_interval": 20, "precision": "fp32",
 }
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 SETTINGS_KEYS = ("languages", "paths", "model", "train")
@@ -57,6 +55,8 @@ def complete_settings(settings: Mapping) -> dict:
     train.update(settings.get("train", {}))
     if train["optimizer"] not in OPTIMIZERS:
         raise ValueError(f"multienc settings: 'train' optimizer {train['optimizer']!r} is not one of {sorted(OPTIMIZERS)}")
+    if train["precision"] not in PRECISIONS:
+        raise ValueError(f"multienc settings: 'train' precision {train['precision']!r} is not one of {PRECISIONS}")
     for key in ("batch_size", "max_epoch", "max_update", "patience", "validate_interval_updates"):
         if train[key] is not None and (not isinstance(train[key], int) or train[key] < (0 if key == "max_update" else 1)):
             raise ValueError(f"multienc settings: 'train' {key} must be a positive integer or null, not {train[key]!r}")
@@ -73,13 +73,14 @@ def complete_settings(settings: Mapping) -> dict:
     return json.loads(json.dumps(out))
 
 
-class _Training:
+class _Training(CheckpointedTraining):
     """State and steps of one training run (see :func:`train`)."""
+
+    family, fixed_settings = "multienc", FIXED_SETTINGS
 
     def __init__(self, data_dir: Path, save_dir: Path, settings: dict, rank: Rank, comm: Comm,
                  log: logging.Logger):
-        self.save_dir, self.settings, self.rank, self.comm, self.log = save_dir, settings, rank, comm, log
-        self.opts = settings["train"]
+        super().__init__(save_dir, settings, rank, comm, log)
         self.paths = TrainingPaths(settings["paths"])
         self.dictionary_path = data_dir / "dict.txt"
         self.dictionary = Dictionary.load(self.dictionary_path)
@@ -89,52 +90,22 @@ class _Training:
         self.valid_data = load_split(data_dir, "valid", langs, self.dictionary)
         self.n_train = len(self.train_data[langs[0]])
         torch.manual_seed(self.opts["seed"])
-        self.model = build_model(settings["model"], self.paths.model_languages(), len(self.dictionary))
-        self.model.train()
+        self.model = self.place(lambda: build_model(settings["model"], self.paths.model_languages(),
+                                                    len(self.dictionary)))
         self.optimizer = OPTIMIZERS[self.opts["optimizer"]](self.model.parameters(), lr=self.opts["lr"])
         self.state = {"num_updates": 0, "epoch": 1, "batch_index": 0, "lr": float(self.opts["lr"]),
                       "best_similarity_error": None, "best_update": None, "bad_validations": 0,
                       "best_valid_loss": None, "best_model_loss": None,
                       "history": [], "train_loss_sum": 0.0, "train_tokens": 0}
         self._epoch_batches: tuple[int, list] = (0, [])
-        self._last_log = (time.perf_counter(), 0)
 
     # ---- checkpoints --------------------------------------------------------------------------
-    def resume_or_start(self) -> None:
-        last = self.save_dir / CHECKPOINT_LAST
-        if not last.exists():
-            for param in self.model.state_dict().values():  # one initialisation on every rank
-                self.comm.broadcast_(param)
-            torch.manual_seed(derived_seed(self.opts["seed"], self.rank.rank))
-            if not (self.save_dir / CHECKPOINT_INIT).exists():
-                self.save(CHECKPOINT_INIT)
-            return
-        ckpt = load_model_file(last, what="multienc training checkpoint", rebuild="delete it to train from scratch",
-                               weights_only=True, map_location="cpu")
-        changed = [k for k in FIXED_SETTINGS if ckpt["settings"][k] != self.settings[k]]
-        if changed:
-            raise ValueError(f"{last}: trained with other {changed} settings than these; "
-                             f"use another save_dir or delete it")
+    def check_compatible(self, ckpt: dict, path: Path) -> None:
         if ckpt["dictionary"] != self.dictionary.symbols:
-            raise ValueError(f"{last}: trained with another dictionary than {self.dictionary_path}")
-        self.model.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.state = {key: ckpt[key] for key in self.state}
-        restore_rng(ckpt["torch_rng_states"], self.rank, self.opts["seed"], self.state["num_updates"])
-        if self.rank.is_master:
-            self.log.info("resumed from %s at update %d (epoch %d, batch %d)", last, self.state["num_updates"],
-                          self.state["epoch"], self.state["batch_index"])
+            raise ValueError(f"{path}: trained with another dictionary than {self.dictionary_path}")
 
-    def save(self, name: str) -> None:
-        """Write ``save_dir/name`` (master; every rank must call it: the RNG states are gathered)."""
-        rng_states = self.comm.rng_states()
-        if not self.rank.is_master:
-            return
-        payload = {"format": 1, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                   **copy.deepcopy(self.state), "settings": self.settings,
-                   "dictionary": list(self.dictionary.symbols), "torch_rng_states": rng_states,
-                   subword.RECORD_KEY: self.subword_model}
-        atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+    def checkpoint_fields(self) -> dict:
+        return {"dictionary": list(self.dictionary.symbols), subword.RECORD_KEY: self.subword_model}
 
     # ---- training -----------------------------------------------------------------------------
     def finished(self) -> bool:
@@ -160,38 +131,24 @@ class _Training:
         loss_sum, n_tokens = 0.0, 0
         if len(mine):
             def side(langs):
-                return {lang: collate([self.train_data[lang][i] for i in mine]) for lang in langs}
-            loss, n_tokens = self.model.loss(side(sources), side(targets))
-            loss.backward()
+                return {lang: self.collate([self.train_data[lang][i] for i in mine]) for lang in langs}
+            with self.precision.autocast():
+                loss, n_tokens = self.model.loss(side(sources), side(targets))
+            self.precision.backward(loss)
             loss_sum = loss.item()
-        # unused on this rank (empty slice): zeros, so that every rank reduces the same tensors
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
-                         + [torch.tensor([loss_sum, n_tokens], dtype=torch.float32)])
-        self.comm.sum_(flat)
-        loss_sum, n_tokens = float(flat[-2]), float(flat[-1])
-        offset = 0
-        for p in params:
-            p.grad = flat[offset:offset + p.numel()].view_as(p) / n_tokens
-            offset += p.numel()
-        if self.opts["clip_norm"]:
-            torch.nn.utils.clip_grad_norm_(params, self.opts["clip_norm"])
-        self.optimizer.step()
+        loss_sum, n_tokens = self.reduce_gradients(params, [loss_sum, n_tokens], lambda totals: totals[1])
+        self.optimizer_step(params)
         self.state["num_updates"] += 1
         self.state["batch_index"] += 1
         self.state["train_loss_sum"] += loss_sum
         self.state["train_tokens"] += int(n_tokens)
-        self._log_progress(loss_sum / n_tokens, len(batch))
+        self.log_progress(loss_sum / n_tokens, len(batch), "sentences", self.state["lr"])
 
-    def _log_progress(self, loss: float, sentences: int) -> None:
-        start, seen = self._last_log
-        seen += sentences
-        self._last_log = (start, seen)
-        n = self.state["num_updates"]
-        if self.rank.is_master and self.opts["log_interval"] and n % self.opts["log_interval"] == 0:
-            now = time.perf_counter()
-            self.log.info("update %d | loss %.3f | lr %.3g | %.0f sentences/s", n, loss, self.state["lr"],
-                          seen / max(now - start, 1e-9))
-            self._last_log = (now, 0)
+    def collate(self, sentences) -> tuple[torch.Tensor, torch.Tensor]:
+        """Padded token ids of ``sentences`` on this worker's device, and their lengths (on the CPU, where
+        packing reads them)."""
+        tokens, lengths = collate(sentences)
+        return tokens.to(self.device, non_blocking=True), lengths
 
     # ---- validation ---------------------------------------------------------------------------
     @torch.no_grad()
@@ -207,25 +164,24 @@ class _Training:
             chunks = []
             for start in range(0, n_valid, size):
                 rows = range(start, min(start + size, n_valid))
-                sentence = self.model.embed(source, *collate([self.valid_data[source][i] for i in rows]))
-                chunks.append(sentence)
-                for target in (t for s, t in dev_pairs if s == source):
-                    loss, n = self.model.decoders[target](sentence, *collate([self.valid_data[target][i] for i in rows]))
-                    loss_sum, n_tokens = loss_sum + loss.item(), n_tokens + n
-            embeddings[source] = torch.cat(chunks).numpy().astype(np.float32)
+                with self.precision.autocast():
+                    sentence = self.model.embed(source, *self.collate([self.valid_data[source][i] for i in rows]))
+                    chunks.append(self.precision.widen(sentence))
+                    for target in (t for s, t in dev_pairs if s == source):
+                        loss, n = self.model.decoders[target](sentence, *self.collate([self.valid_data[target][i]
+                                                                                       for i in rows]))
+                        loss_sum, n_tokens = loss_sum + loss.item(), n_tokens + n
+            embeddings[source] = torch.cat(chunks).cpu().numpy().astype(np.float32)
         self.model.train()
         return loss_sum / n_tokens, similarity_error_matrix(embeddings)
 
     def validate(self, epoch: int) -> None:
         """Evaluate (master), share the result, decay the lr / count patience, save checkpoints."""
-        values = torch.zeros(2, dtype=torch.float64)
-        pairs = {}
+        values, pairs = None, {}
         if self.rank.is_master:
             valid_loss, matrix = self.evaluate()
-            values[:] = torch.tensor([valid_loss, matrix["mean"]], dtype=torch.float64)
-            pairs = matrix["pairs"]
-        self.comm.broadcast_(values)
-        valid_loss, error = float(values[0]), float(values[1])
+            values, pairs = (valid_loss, matrix["mean"]), matrix["pairs"]
+        valid_loss, error = self.share_from_master(values, 2)
         s = self.state
         record = {"update": s["num_updates"], "epoch": epoch, "lr": s["lr"],
                   "train_loss": s["train_loss_sum"] / s["train_tokens"] if s["train_tokens"] else None,
@@ -255,21 +211,14 @@ class _Training:
             self.log.info("validation at update %d | valid loss %.3f | similarity error %.2f%% | best %.2f%% "
                           "(update %d) | lr %.3g", s["num_updates"], valid_loss, error,
                           s["best_similarity_error"], s["best_update"], s["lr"])
-            curves = self.save_dir / CURVES_FILE
-            atomic_write(curves, lambda tmp: tmp.write_text(json.dumps(s["history"], indent=1) + "\n"))
-        self.save(CHECKPOINT_LAST)
-        if improved:
-            self.save(CHECKPOINT_BEST)
+        self.save_validation(improved)
 
     def run(self, stop_requested: Callable[[], bool]) -> dict:
         s = self.state
         start_updates = s["num_updates"]
         result = {"start_updates": start_updates, "preempted": False}
         while not self.finished():
-            if self.comm.any(stop_requested()):
-                self.save(CHECKPOINT_LAST)
-                if self.rank.is_master:
-                    self.log.warning("stop requested: saved %s at update %d", CHECKPOINT_LAST, s["num_updates"])
+            if self.stopped(stop_requested):
                 result["preempted"] = True
                 break
             epoch_batches = self.epoch_batches()
@@ -291,9 +240,10 @@ class _Training:
 
 
 def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: Callable[[], bool],
-          log: Optional[logging.Logger] = None) -> dict:
+          log: Optional[logging.Logger] = None, device: Optional[torch.device] = None) -> dict:
     """Train (or resume from ``save_dir/checkpoint_last.pt``) a multi-encoder model on the N-way
-    parallel data of ``data_dir`` (:mod:`laser_repro.models.multienc.data`).
+    parallel data of ``data_dir`` (:mod:`laser_repro.models.multienc.data`) on ``device`` (None: the
+    worker's, :func:`laser_repro.models.device.worker_device`).
 
     ``stop_requested`` is polled before every update; when true on any rank, ``checkpoint_last.pt``
     is saved and the run returns with ``preempted=True``. Returns ``{"num_updates", "start_updates",
@@ -301,11 +251,5 @@ def train(data_dir, save_dir, settings: Mapping, *, rank: Rank, stop_requested: 
     log = log or logging.getLogger("laser_repro")
     settings = complete_settings(settings)
     save_dir = Path(save_dir)
-    save_dir.mkdir(parents=True, exist_ok=True)
-    comm = Comm(rank)
-    try:
-        training = _Training(Path(data_dir), save_dir, settings, rank, comm, log)
-        training.resume_or_start()
-        return training.run(stop_requested)
-    finally:
-        comm.close()
+    return run_training(lambda comm: _Training(Path(data_dir), save_dir, settings, rank, comm, log), save_dir,
+                        rank=rank, device=device, stop_requested=stop_requested)
