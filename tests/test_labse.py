@@ -156,12 +156,71 @@ def test_language_smoothing_and_deterministic_vocabulary(tmp_path):
         vocab.learn(files, 10)
 
 
-def test_pair_batches_never_repeat_a_pivot_line():
-    pairs = labse_data.translation_pairs(["eng", "fra", "spa", "rus"], "eng", 10)
-    batches = labse_data.pair_batches(pairs, 8, np.random.default_rng(0))
-    assert sorted(p for b in batches for p in b) == sorted(pairs)
-    for batch in batches:
-        assert len(batch) <= 8 and len({i for _, i in batch}) == len(batch)
+def test_tokens_are_stored_flat_and_streamed(tmp_path, monkeypatch):
+    root = make_data(tmp_path / "d", n_train=25)
+    tokenizer = vocab.load(root / "tokenizer.json")
+    monkeypatch.setattr(labse_data, "ENCODE_CHUNK_LINES", 4)  # several chunks, the last a partial one
+    data = labse_data.load_split(root, "train", LANGS, tokenizer, 6)
+    lines = (root / "tok" / "train.fra").read_text(encoding="utf-8").splitlines()
+    tokenizer.enable_truncation(6)
+    expected = [enc.ids for enc in tokenizer.encode_batch(lines)]
+    tokenizer.no_truncation()
+    fra = data["fra"]
+    assert fra.flat.dtype == np.int32 and len(fra) == 25
+    assert [sentence.tolist() for sentence in fra] == expected and max(fra.lengths()) == 6
+    assert fra.nbytes() == 4 * sum(map(len, expected)) + 8 * 26  # 4 bytes a token, 8 an offset
+    assert [s.tolist() for s in fra[3:5]] == expected[3:5]
+    assert tokenizer.truncation is None  # no truncation left behind for the next user of the tokenizer
+    (root / "tok" / "train.spa").write_text("uno\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not line-aligned"):
+        labse_data.load_split(root, "train", LANGS, tokenizer, 6)
+    with pytest.raises(FileNotFoundError, match="train.rus"):
+        labse_data.load_split(root, "train", ["eng", "rus"], tokenizer, 6)
+    assert tokenizer.truncation is None
+
+
+def _all_batches(batches) -> list:
+    return [batches[b] for b in range(len(batches))]
+
+
+def test_pair_batches_cover_every_pair_once_without_repeating_a_pivot_line():
+    langs, n = ["eng", "fra", "spa", "rus"], 10
+    batches = labse_data.PairBatches(langs, "eng", n, 4, [1, 1])
+    epoch = _all_batches(batches)
+    assert len(epoch) == len(batches) == 3 * 3  # 3 rounds of ceil(10 / 4) batches
+    assert sorted(p for b in epoch for p in b) == sorted((lang, i) for lang in langs[1:] for i in range(n))
+    for batch in epoch:
+        assert 1 <= len(batch) <= 4 and len({i for _, i in batch}) == len(batch)
+        assert all(isinstance(i, int) for _, i in batch)
+    assert sum(len({lang for lang, _ in b}) > 1 for b in epoch) > len(epoch) // 2  # the languages mix
+    with pytest.raises(IndexError, match="batch 9 of 9"):
+        batches[9]
+
+
+def test_pair_batches_are_a_function_of_seed_and_index():
+    """A resume forms its batch from (seed, epoch) and the batch index alone: the batches of an
+    uninterrupted epoch, without forming the ones before it; another epoch, another order."""
+    args = (["eng", "fra", "spa"], "eng", 1000, 64)
+    straight = _all_batches(labse_data.PairBatches(*args, [3, 1]))
+    for index in (0, 17, 16, len(straight) - 1, 5):  # in any order
+        assert labse_data.PairBatches(*args, [3, 1])[index] == straight[index]
+    jumping = labse_data.PairBatches(*args, [3, 1])
+    assert [jumping[b] for b in (20, 3, 31, 0)] == [straight[b] for b in (20, 3, 31, 0)]
+    assert _all_batches(labse_data.PairBatches(*args, [3, 2])) != straight
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        labse_data.PairBatches(*args[:3], 0, [3, 1])
+
+
+def test_pretraining_examples_and_their_batches():
+    examples = labse_data.PretrainingExamples(["eng", "fra", "spa"], "eng", 4)
+    expected = ([("mlm", lang, i) for lang in ("eng", "fra", "spa") for i in range(4)]
+                + [("tlm", lang, i) for lang in ("fra", "spa") for i in range(4)])
+    assert list(examples) == expected and examples[3:6] == expected[3:6]
+    batches = labse_data.ShuffledBatches(examples, 6, np.random.default_rng([1, 1]))
+    epoch = _all_batches(batches)
+    assert [len(b) for b in epoch] == [6, 6, 6, 2] and sorted(x for b in epoch for x in b) == sorted(expected)
+    assert _all_batches(labse_data.ShuffledBatches(examples, 6, np.random.default_rng([1, 1]))) == epoch
+    assert epoch != [expected[j:j + 6] for j in range(0, 20, 6)]  # shuffled
 
 
 def test_masking_follows_bert_and_skips_special_tokens():

@@ -121,11 +121,8 @@ class _Training:
         langs, self.pivot = settings["languages"], settings["pivot"]
         self.train_data = labse_data.load_split(data_dir, "train", langs, self.tokenizer, self.enc["max_len"])
         self.valid_data = labse_data.load_split(data_dir, "valid", langs, self.tokenizer, self.enc["max_len"])
-        n_train = len(self.train_data[self.pivot])
-        if self.stage == "dual":
-            self.examples = labse_data.translation_pairs(langs, self.pivot, n_train)
-        else:
-            self.examples = labse_data.pretraining_examples(langs, self.pivot, n_train)
+        if self.stage == "pretrain":
+            self.examples = labse_data.PretrainingExamples(langs, self.pivot, len(self.train_data[self.pivot]))
         self.schedule = (stacking_schedule(self.enc["layers"], self.opts["max_update"], self.opts["progressive_stacking"])
                          if self.stage == "pretrain" else [(self.enc["layers"], 0)])
         torch.manual_seed(self.opts["seed"])
@@ -224,13 +221,12 @@ class _Training:
 
     def epoch_batches(self) -> list:
         if self._epoch_batches[0] != self.state["epoch"]:
-            rng = np.random.default_rng([self.opts["seed"], self.state["epoch"]])
+            seed = [self.opts["seed"], self.state["epoch"]]
             if self.stage == "dual":
-                batches = labse_data.pair_batches(self.examples, self.opts["batch_size"], rng)
+                batches = labse_data.PairBatches(self.settings["languages"], self.pivot,
+                                                 len(self.train_data[self.pivot]), self.opts["batch_size"], seed)
             else:
-                order = rng.permutation(len(self.examples))
-                size = self.opts["batch_size"]
-                batches = [[self.examples[i] for i in order[j:j + size]] for j in range(0, len(order), size)]
+                batches = labse_data.ShuffledBatches(self.examples, self.opts["batch_size"], np.random.default_rng(seed))
             self._epoch_batches = (self.state["epoch"], batches)
         return self._epoch_batches[1]
 
@@ -342,7 +338,7 @@ class _Training:
             valid_loss = float(np.mean(losses))
         else:
             rng = np.random.default_rng([self.opts["seed"], 0])  # the same masks at every validation
-            examples = labse_data.pretraining_examples(langs, self.pivot, n_valid)
+            examples = labse_data.PretrainingExamples(langs, self.pivot, n_valid)
             total, count = 0.0, 0.0
             for j in range(0, len(examples), size):
                 tokens = [labse_data.example_tokens(ex, self.valid_data, self.pivot, self.enc["max_len"])
