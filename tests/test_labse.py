@@ -16,7 +16,9 @@ from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
 from laser_repro.models.labse.export import LabseEncoder, export_encoder
-from laser_repro.models.labse.model import ams_loss, bidirectional_ams_loss, gather_with_grad
+from laser_repro.models.labse.grad_cache import dual_encoder_step
+from laser_repro.models.labse.model import (ams_loss, bidirectional_ams_loss, build_encoder, gather_with_grad,
+                                            sentence_embedding)
 from laser_repro.models.labse.trainer import stack_layers, stacking_schedule, train
 
 LANGS = ["eng", "fra", "spa"]
@@ -334,6 +336,75 @@ def test_two_processes_compute_the_gradient_of_one(tmp_path, torch_single_thread
             assert b.dtype == torch.float64
             torch.testing.assert_close(b, a, atol=1e-12, rtol=1e-8)
     assert max(g.abs().max().item() for g in one) > 1e-6  # not a comparison of zeros
+
+
+def test_gradient_caching_gives_the_one_pass_gradient(tmp_path, torch_single_thread, monkeypatch):
+    """train.micro_batch (gradient caching): the batch of 15 pairs embedded in chunks of 4 (one process)
+    or 3 (two gloo processes, slices 8 + 7, the embeddings gathered as negatives) gives every parameter
+    the gradient of one process with the whole batch in one pass (float64, no dropout)."""
+    from laser_repro.models.labse import trainer as labse_trainer
+
+    root = make_data(tmp_path / "d")
+    opts = settings(root, max_update=1, batch_size=15, validate_interval_updates=5)
+    embedded = []  # (training mode, rows) of each embedding call
+
+    def spy(bert, ids, mask):
+        embedded.append((bert.training, ids.shape[0]))
+        return sentence_embedding(bert, ids, mask)
+
+    monkeypatch.setattr(labse_trainer, "sentence_embedding", spy)
+    torch.set_default_dtype(torch.float64)
+    try:
+        for name, micro_batch in (("one", None), ("cached", 4)):
+            embedded.clear()
+            monkeypatch.setattr(torch.optim.AdamW, "step", _record_gradients(str(tmp_path / f"{name}.grad")))
+            train(root, tmp_path / name, {**opts, "train": {**opts["train"], "micro_batch": micro_batch}},
+                  rank=Rank(), stop_requested=never)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    # 4 chunks, sources and targets, embedded twice (without, then with activations)
+    assert [rows for training, rows in embedded if training] == [4, 4, 4, 4, 4, 4, 3, 3] * 2
+    cached = {**opts, "train": {**opts["train"], "micro_batch": 3}}
+    torch.multiprocessing.spawn(_dual_worker, nprocs=2, args=(2, _free_port(), str(root), str(tmp_path / "two"),
+                                                             cached, str(tmp_path / "two.grad")))
+    one = torch.load(tmp_path / "one.grad", weights_only=True)
+    assert len(one) > 20 and max(g.abs().max().item() for g in one) > 1e-6  # not a comparison of zeros
+    for other in ("cached.grad", "two.grad.0", "two.grad.1"):
+        grads = torch.load(tmp_path / other, weights_only=True)
+        assert len(grads) == len(one)
+        for a, b in zip(one, grads):
+            assert b.dtype == torch.float64
+            torch.testing.assert_close(b, a, atol=1e-9, rtol=0, msg=other)
+
+
+def test_gradient_caching_replays_each_chunks_dropout():
+    """With dropout, the chunks embedded again with activations are the embeddings the loss saw."""
+    torch.manual_seed(0)
+    encoder = {"layers": 1, "hidden": 16, "heads": 2, "intermediate": 32, "dropout": 0.3, "max_len": 12}
+    bert = build_encoder(encoder, 40)
+    bert.train()
+    rng = np.random.default_rng(0)
+    sources = [np.array([2, *rng.integers(5, 40, size=k), 3]) for k in (3, 5, 2, 6, 4)]
+    targets = [np.array([2, *rng.integers(5, 40, size=k), 3]) for k in (4, 2, 5, 3, 3)]
+    calls = []
+
+    def embed(sentences):
+        out = sentence_embedding(bert, *labse_data.collate(sentences)[:2])
+        calls.append((torch.is_grad_enabled(), out.detach().clone()))
+        return out
+
+    loss = dual_encoder_step(embed, sources, targets, sizes=[5], offset=0, chunk=2, device=torch.device("cpu"),
+                             loss={"margin": 0.3, "scale": 10.0, "bidirectional": True})
+    cached = [out for grad, out in calls if not grad]
+    again = [out for grad, out in calls if grad]
+    assert len(cached) == len(again) == 6  # chunks of 2, 2, 1; sources and targets
+    for a, b in zip(cached, again):
+        torch.testing.assert_close(b, a, atol=0, rtol=0)
+    x, y = torch.cat(cached[0::2]), torch.cat(cached[1::2])
+    torch.testing.assert_close(loss, bidirectional_ams_loss(x, y, x, y, margin=0.3, scale=10.0))
+    assert bert.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+    with torch.no_grad():  # without the replay the masks differ: the test above could fail
+        assert not torch.equal(embed(sources[:2]), cached[0])
 
 
 def test_pretraining_stacks_layers_and_initialises_the_dual_encoder(tmp_path, torch_single_thread):

@@ -11,8 +11,9 @@
 AdamW, linear warm-up then linear decay to 0 at ``max_update`` (Section 3.2). Several processes
 (torchrun / srun) split each global batch into contiguous slices; embeddings are gathered with their
 gradients (cross-accelerator negatives, Section 3.3) and the gradients summed, so k processes make the
-update of one process with the whole batch. Batches and masks come from RNGs seeded with (seed, epoch)
-and (seed, update): a resumed run continues exactly.
+update of one process with the whole batch; ``micro_batch`` bounds the pairs a process embeds at once
+(gradient caching, laser_repro.models.labse.grad_cache: the same gradient). Batches and masks come from
+RNGs seeded with (seed, epoch) and (seed, update): a resumed run continues exactly.
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
+from laser_repro.models.labse.grad_cache import dual_encoder_step
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
-                                            build_masked_lm, complete, gather_with_grad, sentence_embedding)
+                                            build_masked_lm, complete, sentence_embedding)
 
 CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
 CURVES_FILE = "curves.json"
@@ -42,7 +44,8 @@ STAGES = ("dual", "pretrain")
 #: the paper's dual-encoder training (Section 3.2: AdamW, lr 1e-3 decayed linearly, batch 4096, 50k updates
 #: after pre-training); weight decay and warm-up are not stated: AdamW's usual 0.01, no warm-up
 DEFAULT_TRAIN = {"batch_size": 4096, "lr": 1e-3, "weight_decay": 0.01, "warmup_updates": 0, "max_update": 50000,
-                 "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100}
+                 "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100,
+                 "micro_batch": None}
 #: pre-training only (Section 3.4): 20% of the tokens masked, at most 80; progressive stacking
 PRETRAIN_TRAIN = {"mask_prob": 0.2, "max_masked": 80, "progressive_stacking": True}
 #: progressive stacking: (fraction of the layers, share of the updates) of the paper's three stages
@@ -65,6 +68,9 @@ def complete_settings(settings: Mapping) -> dict:
     for key in ("batch_size", "max_update", "validate_interval_updates"):
         if not isinstance(train[key], int) or train[key] < 1:
             raise ValueError(f"labse settings: 'train' {key} must be a positive integer, not {train[key]!r}")
+    if stage == "dual" and not (train["micro_batch"] is None or isinstance(train["micro_batch"], int)
+                                and train["micro_batch"] >= 0):
+        raise ValueError(f"labse settings: 'train' micro_batch must be null or an integer >= 0, not {train['micro_batch']!r}")
     languages = list(settings["languages"])
     pivot = settings.get("pivot", "eng")
     if pivot not in languages or len(languages) < 2:
@@ -237,14 +243,12 @@ class _Training:
         mine = parts[self.rank.rank]
         return [batch[i] for i in mine], sizes, int(sum(sizes[:self.rank.rank]))
 
-    def dual_loss(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
-        loss_opts = self.settings["loss"]
-        x_local = self._embed_batch([self.train_data[lang][i] for lang, i in mine])
-        y_local = self._embed_batch([self.train_data[self.pivot][i] for _, i in mine])
-        x_all, y_all = gather_with_grad(x_local, sizes), gather_with_grad(y_local, sizes)
-        return bidirectional_ams_loss(x_local, y_local, x_all, y_all, margin=loss_opts["margin"],
-                                      scale=loss_opts["scale"], bidirectional=loss_opts["bidirectional"],
-                                      offset=offset)
+    def dual_step(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
+        """The loss of this slice, backpropagated (in chunks of ``micro_batch`` pairs: gradient caching)."""
+        return dual_encoder_step(self._embed_batch, [self.train_data[lang][i] for lang, i in mine],
+                                 [self.train_data[self.pivot][i] for _, i in mine], sizes=sizes, offset=offset,
+                                 loss=self.settings["loss"], chunk=self.opts["micro_batch"],
+                                 device=next(self.model.parameters()).device)
 
     def _embed_batch(self, sentences) -> torch.Tensor:
         if not sentences:  # an empty slice (more processes than pairs): no rows, but a graph for all_gather
@@ -275,8 +279,7 @@ class _Training:
         self.optimizer.zero_grad(set_to_none=True)
         params = list(self.model.parameters())
         if self.stage == "dual":
-            loss = self.dual_loss(mine, sizes, offset)  # already divided by the global batch size
-            loss.backward()
+            loss = self.dual_step(mine, sizes, offset)  # already divided by the global batch size
             counts = torch.tensor([loss.item(), 1.0 if self.rank.is_master else 0.0])
         else:
             rng = np.random.default_rng([self.opts["seed"], s["num_updates"], self.rank.rank])
