@@ -11,8 +11,9 @@ line i of every language the same sentence), tokenized with the run's WordPiece 
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -20,46 +21,128 @@ import torch
 from laser_repro.core.textio import iter_lines
 from laser_repro.data.nway import tok_files
 from laser_repro.models.labse.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS
+from laser_repro.models.token_arrays import TokenArrays, pack
 
 IGNORE = -100  # label of an unmasked token (torch's cross-entropy ignore_index)
 
 
-def load_split(data_dir, split: str, langs: Sequence[str], tokenizer, max_len: int) -> dict[str, list[list[int]]]:
+#: lines tokenized at once (the tokenizer's batch encoding runs in parallel; the lines are not all held)
+ENCODE_CHUNK_LINES = 10000
+
+
+def tokenize_file(path: Path, tokenizer) -> TokenArrays:
+    """The token ids of every line of ``path``, read as a stream and packed flat (4 bytes a token)."""
+    lines = iter_lines(path)
+
+    def encoded():
+        while chunk := list(itertools.islice(lines, ENCODE_CHUNK_LINES)):
+            yield from (enc.ids for enc in tokenizer.encode_batch(chunk))
+
+    return pack(encoded())
+
+
+def load_split(data_dir, split: str, langs: Sequence[str], tokenizer, max_len: int) -> dict[str, TokenArrays]:
     """language -> token ids of each line (``[CLS] ... [SEP]``, cut to ``max_len``); aligned or an error."""
-    tokenizer.enable_truncation(max_len)
     out = {}
-    for lang, path in tok_files(data_dir, split, langs).items():
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file (the Moses-preprocessed {split} lines of {lang})")
-        out[lang] = [enc.ids for enc in tokenizer.encode_batch(list(iter_lines(path)))]
-    tokenizer.no_truncation()
+    tokenizer.enable_truncation(max_len)
+    try:
+        for lang, path in tok_files(data_dir, split, langs).items():
+            if not path.is_file():
+                raise FileNotFoundError(f"{path}: no such file (the Moses-preprocessed {split} lines of {lang})")
+            out[lang] = tokenize_file(path, tokenizer)
+    finally:
+        tokenizer.no_truncation()
     sizes = {lang: len(v) for lang, v in out.items()}
     if len(set(sizes.values())) != 1 or not next(iter(sizes.values())):
         raise ValueError(f"{Path(data_dir) / 'tok'}: {split} files are not line-aligned or empty: {sizes}")
     return out
 
 
-def translation_pairs(langs: Sequence[str], pivot: str, n_lines: int) -> list[tuple[str, int]]:
-    """(language, line) of every non-pivot line: the pair (line of language, same line of the pivot)."""
-    return [(lang, i) for lang in langs if lang != pivot for i in range(n_lines)]
+def _check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, not {batch_size}")
 
 
-def pair_batches(pairs: Sequence[tuple[str, int]], batch_size: int, rng: np.random.Generator) -> list[list[tuple[str, int]]]:
-    """The pairs shuffled into batches of ``batch_size`` in which no pivot line occurs twice (a pair that
-    would repeat one waits for the next batch)."""
-    order = rng.permutation(len(pairs))
-    batches, pending = [], [pairs[i] for i in order]
-    while pending:
-        batch, lines, rest = [], set(), []
-        for pair in pending:
-            if len(batch) < batch_size and pair[1] not in lines:
-                batch.append(pair)
-                lines.add(pair[1])
-            else:
-                rest.append(pair)
-        batches.append(batch)
-        pending = rest
-    return batches
+def _shuffled(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A permutation of 0 .. n-1, int32 where it fits (half the memory of ``rng.permutation``)."""
+    order = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
+    rng.shuffle(order)
+    return order
+
+
+class PairBatches(Sequence):
+    """One epoch of dual-encoder batches: lists of (language, line) pairs, each pair (line of the language,
+    same line of the pivot) once, no pivot line twice in a batch (it would be its own negative).
+
+    Formed in time linear in the lines, and any batch without forming the ones before it (a resume):
+    the epoch is K rounds (K = the non-pivot languages); round r takes every line once, in the order of a
+    permutation seeded by (``seed``, r), with the language ``others[(shift[line] + r) % K]`` (``shift``:
+    a random offset per line, seeded by ``seed``), so every pair comes once in the epoch and the
+    languages mix in a batch. The batches are consecutive slices of a round (a round's last one may be
+    shorter). Memory: one round's permutation and the offsets (6 bytes a line)."""
+
+    def __init__(self, langs: Sequence[str], pivot: str, n_lines: int, batch_size: int, seed: Sequence[int]):
+        _check_batch_size(batch_size)
+        self.others = [lang for lang in langs if lang != pivot]
+        self.n_lines, self.batch_size, self.seed = n_lines, batch_size, [int(s) for s in seed]
+        self.per_round = -(-n_lines // batch_size)
+        self.shift = np.random.default_rng(self.seed).integers(0, len(self.others), size=n_lines, dtype=np.uint16)
+        self._round: tuple[int, np.ndarray | None] = (-1, None)
+
+    def __len__(self) -> int:
+        return len(self.others) * self.per_round
+
+    def _order(self, round_: int) -> np.ndarray:
+        if self._round[0] != round_:  # the batches are read in order: one round at a time
+            self._round = (round_, _shuffled(self.n_lines, np.random.default_rng([*self.seed, round_ + 1])))
+        return self._round[1]
+
+    def __getitem__(self, index: int) -> list[tuple[str, int]]:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch {index} of {len(self)}")
+        round_, j = divmod(index, self.per_round)
+        lines = self._order(round_)[j * self.batch_size:(j + 1) * self.batch_size]
+        langs = (self.shift[lines].astype(np.int64) + round_) % len(self.others)
+        return [(self.others[k], i) for k, i in zip(langs.tolist(), lines.tolist())]
+
+
+class PretrainingExamples(Sequence):
+    """The pre-training examples of ``n_lines`` N-way lines, by index, without a list of them:
+    ("mlm", lang, line) for every line of every language, then ("tlm", lang, line) for every pair."""
+
+    def __init__(self, langs: Sequence[str], pivot: str, n_lines: int):
+        self.langs, self.others, self.n_lines = list(langs), [lang for lang in langs if lang != pivot], n_lines
+
+    def __len__(self) -> int:
+        return (len(self.langs) + len(self.others)) * self.n_lines
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        if not 0 <= index < len(self):
+            raise IndexError(f"example {index} of {len(self)}")
+        which, line = divmod(int(index), self.n_lines)
+        if which < len(self.langs):
+            return ("mlm", self.langs[which], line)
+        return ("tlm", self.others[which - len(self.langs)], line)
+
+
+class ShuffledBatches(Sequence):
+    """One epoch of ``examples`` in batches of ``batch_size`` (the last may be smaller), in the order of a
+    permutation drawn from ``rng`` (4 bytes an example)."""
+
+    def __init__(self, examples: Sequence, batch_size: int, rng: np.random.Generator):
+        _check_batch_size(batch_size)
+        self.examples, self.batch_size = examples, batch_size
+        self.order = _shuffled(len(examples), rng)
+
+    def __len__(self) -> int:
+        return -(-len(self.order) // self.batch_size)
+
+    def __getitem__(self, index: int) -> list:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch {index} of {len(self)}")
+        return [self.examples[k] for k in self.order[index * self.batch_size:(index + 1) * self.batch_size].tolist()]
 
 
 def collate(sentences: Sequence[Sequence[int]], token_types: Sequence[Sequence[int]] | None = None):
@@ -77,19 +160,14 @@ def collate(sentences: Sequence[Sequence[int]], token_types: Sequence[Sequence[i
     return ids, mask, types
 
 
-def pretraining_examples(langs: Sequence[str], pivot: str, n_lines: int) -> list[tuple]:
-    """("mlm", lang, line) for every line of every language and ("tlm", lang, line) for every pair."""
-    return ([("mlm", lang, i) for lang in langs for i in range(n_lines)]
-            + [("tlm", lang, i) for lang in langs if lang != pivot for i in range(n_lines)])
-
-
-def example_tokens(example, data: Mapping[str, list[list[int]]], pivot: str, max_len: int) -> tuple[list[int], list[int]]:
+def example_tokens(example, data: Mapping[str, Sequence[Sequence[int]]], pivot: str,
+                   max_len: int) -> tuple[list[int], list[int]]:
     """Token ids and segment ids of a pre-training example (TLM: both sides cut to fit ``max_len``)."""
     kind, lang, i = example
     if kind == "mlm":
-        ids = data[lang][i]
+        ids = np.asarray(data[lang][i]).tolist()
         return ids, [0] * len(ids)
-    left, right = data[lang][i], data[pivot][i][1:]  # right: without its [CLS]
+    left, right = np.asarray(data[lang][i]).tolist(), np.asarray(data[pivot][i][1:]).tolist()  # right: no [CLS]
     budget = max_len - len(left)
     if budget < 2:  # keep room for the other side
         left = left[:max_len // 2 - 1] + [left[-1]]

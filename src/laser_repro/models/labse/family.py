@@ -14,6 +14,8 @@ from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, MosesIn
 PROCESS_KEYS = ("cpu_processes",)
 STOPPING_KEYS = ("max_update",)
 LOGGING_KEYS = ("log_interval", "validate_interval_updates")
+#: how a step is computed, not what: gradient caching gives the one-pass gradient
+MEMORY_KEYS = ("micro_batch",)
 
 
 class LabseFamily(MosesInputFamily, ModelFamily):
@@ -22,7 +24,7 @@ class LabseFamily(MosesInputFamily, ModelFamily):
 
     def fingerprint_settings(self, settings: Mapping) -> dict:
         # max_update sets the learning-rate schedule: it changes the weights at every update
-        return self.train_settings_without(settings, (*PROCESS_KEYS, *LOGGING_KEYS))
+        return self.train_settings_without(settings, (*PROCESS_KEYS, *LOGGING_KEYS, *MEMORY_KEYS))
 
     def stopping_settings(self, settings: Mapping) -> dict:
         return {k: settings["train"].get(k) for k in STOPPING_KEYS}

@@ -11,9 +11,10 @@
 AdamW, linear warm-up then linear decay to 0 at ``max_update`` (Section 3.2). Several processes
 (torchrun / srun) split each global batch into contiguous slices; embeddings are gathered with their
 gradients (cross-accelerator negatives, Section 3.3) and the gradients summed, so k processes make the
-update of one process with the whole batch. Batches and masks come from RNGs seeded with (seed, epoch)
-and (seed, update): a resumed run continues exactly. Device, precision, checkpoints and collectives:
-laser_repro.models.training_loop.
+update of one process with the whole batch; ``micro_batch`` bounds the pairs a process embeds at once
+(gradient caching, laser_repro.models.labse.grad_cache: the same gradient). Batches and masks come from
+RNGs seeded with (seed, epoch) and (seed, update): a resumed run continues exactly. Device, precision,
+checkpoints and collectives: laser_repro.models.training_loop.
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
+from laser_repro.models.labse.grad_cache import dual_encoder_step
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
-                                            build_masked_lm, complete, gather_with_grad, sentence_embedding)
+                                            build_masked_lm, complete, sentence_embedding)
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
                                               CURVES_FILE, CheckpointedTraining, run_training)
 
@@ -43,7 +45,7 @@ STAGES = ("dual", "pretrain")
 #: after pre-training); weight decay and warm-up are not stated: AdamW's usual 0.01, no warm-up
 DEFAULT_TRAIN = {"batch_size": 4096, "lr": 1e-3, "weight_decay": 0.01, "warmup_updates": 0, "max_update": 50000,
                  "clip_norm": None, "validate_interval_updates": 1000, "seed": 1, "log_interval": 100,
-                 "precision": "fp32"}
+                 "precision": "fp32", "micro_batch": None}
 #: pre-training only (Section 3.4): 20% of the tokens masked, at most 80; progressive stacking
 PRETRAIN_TRAIN = {"mask_prob": 0.2, "max_masked": 80, "progressive_stacking": True}
 #: progressive stacking: (fraction of the layers, share of the updates) of the paper's three stages
@@ -68,6 +70,9 @@ def complete_settings(settings: Mapping) -> dict:
             raise ValueError(f"labse settings: 'train' {key} must be a positive integer, not {train[key]!r}")
     if train["precision"] not in PRECISIONS:
         raise ValueError(f"labse settings: 'train' precision {train['precision']!r} is not one of {PRECISIONS}")
+    if stage == "dual" and not (train["micro_batch"] is None or isinstance(train["micro_batch"], int)
+                                and train["micro_batch"] >= 0):
+        raise ValueError(f"labse settings: 'train' micro_batch must be null or an integer >= 0, not {train['micro_batch']!r}")
     languages = list(settings["languages"])
     pivot = settings.get("pivot", "eng")
     if pivot not in languages or len(languages) < 2:
@@ -126,11 +131,8 @@ class _Training(CheckpointedTraining):
         langs, self.pivot = settings["languages"], settings["pivot"]
         self.train_data = labse_data.load_split(data_dir, "train", langs, self.tokenizer, self.enc["max_len"])
         self.valid_data = labse_data.load_split(data_dir, "valid", langs, self.tokenizer, self.enc["max_len"])
-        n_train = len(self.train_data[self.pivot])
-        if self.stage == "dual":
-            self.examples = labse_data.translation_pairs(langs, self.pivot, n_train)
-        else:
-            self.examples = labse_data.pretraining_examples(langs, self.pivot, n_train)
+        if self.stage == "pretrain":
+            self.examples = labse_data.PretrainingExamples(langs, self.pivot, len(self.train_data[self.pivot]))
         self.schedule = (stacking_schedule(self.enc["layers"], self.opts["max_update"], self.opts["progressive_stacking"])
                          if self.stage == "pretrain" else [(self.enc["layers"], 0)])
         torch.manual_seed(self.opts["seed"])
@@ -207,13 +209,12 @@ class _Training(CheckpointedTraining):
 
     def epoch_batches(self) -> list:
         if self._epoch_batches[0] != self.state["epoch"]:
-            rng = np.random.default_rng([self.opts["seed"], self.state["epoch"]])
+            seed = [self.opts["seed"], self.state["epoch"]]
             if self.stage == "dual":
-                batches = labse_data.pair_batches(self.examples, self.opts["batch_size"], rng)
+                batches = labse_data.PairBatches(self.settings["languages"], self.pivot,
+                                                 len(self.train_data[self.pivot]), self.opts["batch_size"], seed)
             else:
-                order = rng.permutation(len(self.examples))
-                size = self.opts["batch_size"]
-                batches = [[self.examples[i] for i in order[j:j + size]] for j in range(0, len(order), size)]
+                batches = labse_data.ShuffledBatches(self.examples, self.opts["batch_size"], np.random.default_rng(seed))
             self._epoch_batches = (self.state["epoch"], batches)
         return self._epoch_batches[1]
 
@@ -224,15 +225,19 @@ class _Training(CheckpointedTraining):
         mine = parts[self.rank.rank]
         return [batch[i] for i in mine], sizes, int(sum(sizes[:self.rank.rank]))
 
-    def dual_loss(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
-        loss_opts = self.settings["loss"]
-        with self.precision.autocast():  # the loss in float32: scale x cosine logits over the whole batch
-            x_local = self.precision.widen(self._embed_batch([self.train_data[lang][i] for lang, i in mine]))
-            y_local = self.precision.widen(self._embed_batch([self.train_data[self.pivot][i] for _, i in mine]))
-        x_all, y_all = gather_with_grad(x_local, sizes), gather_with_grad(y_local, sizes)
-        return bidirectional_ams_loss(x_local, y_local, x_all, y_all, margin=loss_opts["margin"],
-                                      scale=loss_opts["scale"], bidirectional=loss_opts["bidirectional"],
-                                      offset=offset)
+    def dual_step(self, mine: list, sizes: list[int], offset: int) -> torch.Tensor:
+        """The loss of this slice, backpropagated (in chunks of ``micro_batch`` pairs: gradient caching; the
+        embeddings under the precision's autocast, the loss over the whole batch in float32)."""
+        def embed(sentences):
+            with self.precision.autocast():
+                return self.precision.widen(self._embed_batch(sentences))
+
+        scaler = self.precision.scaler
+        return dual_encoder_step(embed, [self.train_data[lang][i] for lang, i in mine],
+                                 [self.train_data[self.pivot][i] for _, i in mine], sizes=sizes, offset=offset,
+                                 loss=self.settings["loss"], chunk=self.opts["micro_batch"],
+                                 device=next(self.model.parameters()).device,
+                                 scale_loss=scaler.scale if scaler else (lambda value: value))
 
     def _embed_batch(self, sentences) -> torch.Tensor:
         if not sentences:  # an empty slice (more processes than pairs): no rows, but a graph for all_gather
@@ -267,8 +272,7 @@ class _Training(CheckpointedTraining):
         self.optimizer.zero_grad(set_to_none=True)
         params = list(self.model.parameters())
         if self.stage == "dual":
-            loss = self.dual_loss(mine, sizes, offset)  # already divided by the global batch size
-            self.precision.backward(loss)
+            loss = self.dual_step(mine, sizes, offset)  # already divided by the global batch size; backpropagated
             counts = [loss.item(), 1.0 if self.rank.is_master else 0.0]
         else:
             rng = np.random.default_rng([self.opts["seed"], s["num_updates"], self.rank.rank])
@@ -313,7 +317,7 @@ class _Training(CheckpointedTraining):
             valid_loss = float(np.mean(losses))
         else:
             rng = np.random.default_rng([self.opts["seed"], 0])  # the same masks at every validation
-            examples = labse_data.pretraining_examples(langs, self.pivot, n_valid)
+            examples = labse_data.PretrainingExamples(langs, self.pivot, n_valid)
             total, count = 0.0, 0.0
             for j in range(0, len(examples), size):
                 tokens = [labse_data.example_tokens(ex, self.valid_data, self.pivot, self.enc["max_len"])

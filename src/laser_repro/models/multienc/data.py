@@ -6,13 +6,11 @@ Layout of a data directory::
     train.<lang>          BPE'd text, one sentence a line, line-aligned across languages
     valid.<lang>
 
-Sentences are held as one flat int32 array per language plus offsets (a list of Python int lists
-would take tens of bytes per token, too much for the 8.3M-sentence UN corpus).
+Sentences are held as one flat int32 array per language plus offsets (laser_repro.models.token_arrays).
 """
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -21,50 +19,18 @@ import numpy as np
 import torch
 
 from laser_repro.models.multienc.model import PAD, Dictionary
-
-
-class TokenArrays(Sequence):
-    """Sentences of one language: ``self[i]`` is the int32 id array of sentence i (``</s>`` included)."""
-
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
-        self.flat, self.offsets = flat, offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"sentence {i} of {len(self)}")
-        i %= len(self)
-        return self.flat[self.offsets[i]:self.offsets[i + 1]]
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def select(self, indices: np.ndarray) -> "TokenArrays":
-        """The sentences at ``indices``, in that order."""
-        lengths = self.lengths()[indices]
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        # token j of the result comes from its sentence's old start + (j - the sentence's new start)
-        shift = np.repeat(self.offsets[:-1][indices] - offsets[:-1], lengths)
-        return TokenArrays(self.flat[shift + np.arange(offsets[-1])], offsets)
+from laser_repro.models.token_arrays import TokenArrays, pack
 
 
 def read_sentences(path: Path, dictionary: Dictionary) -> TokenArrays:
     """Encoded lines of ``path``; a missing or empty file raises, naming it."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file (expected BPE'd text, one sentence a line)")
-    flat, offsets = array("i"), array("q", [0])
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            flat.extend(dictionary.encode(line))
-            offsets.append(len(flat))
-    if len(offsets) == 1:
+        sentences = pack(dictionary.encode(line) for line in f)
+    if not len(sentences):
         raise ValueError(f"{path}: the file is empty")
-    return TokenArrays(np.frombuffer(flat, dtype=np.int32), np.frombuffer(offsets, dtype=np.int64))
+    return sentences
 
 
 def load_split(data_dir, split: str, langs: Sequence[str], dictionary: Dictionary,
