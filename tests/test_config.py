@@ -235,3 +235,18 @@ def test_tokens_per_update_is_planned_in_one_place():
     assert "train.tokens_per_update=" in error_of(cfg, source="toy.yaml")
     t["tokens_per_update"] -= 1
     config.validate(cfg, source="toy.yaml")
+
+
+def test_knn_device_defaults_to_auto_and_takes_only_the_engines():
+    from laser_repro.evaluation.mining import KNN_DEVICES
+
+    assert config.validate(toy())["evaluation"]["knn_device"] == "auto"
+    schema = config.load_schema()["properties"]["evaluation"]["properties"]["knn_device"]
+    assert tuple(schema["enum"]) == KNN_DEVICES  # the schema and mining.knn_engine accept the same names
+    for device in KNN_DEVICES:
+        cfg = toy()
+        cfg["evaluation"]["knn_device"] = device
+        assert config.validate(cfg)["evaluation"]["knn_device"] == device
+    cfg = toy()
+    cfg["evaluation"]["knn_device"] = "cuda"
+    assert "evaluation.knn_device" in error_of(cfg)
