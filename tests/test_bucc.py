@@ -219,3 +219,23 @@ def test_cli_end_to_end(tmp_path):
     got = {tuple(line.split("\t")) for line in (tmp_path / "test.pairs.tsv").read_text().splitlines()}
     assert got == set(written["test"].gold_ids)
     assert not any(m.endswith(".gold") for m in written["test"].members)
+
+
+def test_cli_knn_device(tmp_path, monkeypatch):
+    import faiss
+
+    rng = np.random.default_rng(0)
+    for side in ("de", "en"):
+        np.save(tmp_path / f"{side}.npy", rng.standard_normal((12, 8)).astype(np.float32))
+    argv = ["bucc-mine", "--src-emb", tmp_path / "de.npy", "--trg-emb", tmp_path / "en.npy",
+            "--candidates", tmp_path / "cand.tsv"]
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 0, raising=False)
+    with pytest.raises(RuntimeError, match="knn_device gpu: faiss"):
+        run_cli(*argv, "--knn-device", "gpu")
+    assert not (tmp_path / "cand.tsv").exists()
+    parser = argparse.ArgumentParser()
+    bucc.add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([str(a) for a in argv])  # default auto: CPU here, recorded in the provenance
+    args.func(args)
+    assert args.knn_device == "auto" and args.runtime == {"knn_engine": "cpu"}
+    assert (tmp_path / "cand.tsv").read_text()

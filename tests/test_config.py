@@ -298,3 +298,18 @@ def test_precision_reaches_fairseq_and_the_fingerprint_unless_fp32(tmp_path):
         return training_guard.fingerprint_digest(training_guard.compute_fingerprint(chosen, data, family=family)[0])
 
     assert digest(precision="fp32") == digest() != digest(precision="bf16")
+
+
+def test_knn_device_defaults_to_auto_and_takes_only_the_engines():
+    from laser_repro.evaluation.mining import KNN_DEVICES
+
+    assert config.validate(toy())["evaluation"]["knn_device"] == "auto"
+    schema = config.load_schema()["properties"]["evaluation"]["properties"]["knn_device"]
+    assert tuple(schema["enum"]) == KNN_DEVICES  # the schema and mining.knn_engine accept the same names
+    for device in KNN_DEVICES:
+        cfg = toy()
+        cfg["evaluation"]["knn_device"] = device
+        assert config.validate(cfg)["evaluation"]["knn_device"] == device
+    cfg = toy()
+    cfg["evaluation"]["knn_device"] = "cuda"
+    assert "evaluation.knn_device" in error_of(cfg)

@@ -255,3 +255,99 @@ def test_argument_errors(tmp_path):
     np.save(tmp_path / "v.npy", np.zeros(5, dtype=np.float32))
     with pytest.raises(ValueError, match="2-D"):
         mining.open_npy(tmp_path / "v.npy")
+
+
+# --------------------------------------------------------------------------- kNN device (config evaluation.knn_device)
+
+
+@pytest.mark.parametrize("gpus, device, engine", [
+    (0, "cpu", "cpu"), (2, "cpu", "cpu"),      # cpu: always CPU
+    (0, "auto", "cpu"), (2, "auto", "gpu"),    # auto: GPU when faiss sees one
+    (1, "gpu", "gpu"),
+])
+def test_knn_engine_follows_the_setting_and_the_gpus_faiss_sees(monkeypatch, gpus, device, engine):
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: gpus, raising=False)
+    assert mining.knn_engine(device) == engine
+
+
+def test_knn_device_gpu_without_a_faiss_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 0, raising=False)
+    monkeypatch.delattr(faiss, "StandardGpuResources", raising=False)  # faiss-cpu
+    with pytest.raises(RuntimeError, match="knn_device gpu: faiss .* no GPU support .*faiss-gpu-cu12"):
+        mining.knn_engine("gpu")
+    monkeypatch.setattr(faiss, "StandardGpuResources", object, raising=False)  # a GPU build, no GPU visible
+    with pytest.raises(RuntimeError, match="sees no GPU"):
+        mining.knn_engine("gpu")
+    x = random_unit(5, 4, 1)
+    with pytest.raises(RuntimeError, match="knn_device gpu"):
+        mining.mine(x, x, k=2, device="gpu")
+    with pytest.raises(ValueError, match="unknown knn device 'cuda'; choose one of auto, cpu, gpu"):
+        mining.knn(x, x, 2, device="cuda")
+
+
+def test_gpu_engine_builds_every_index_with_flat_ip_index(monkeypatch):
+    """The GPU branch, run on CPU: faiss's GPU copy is replaced by the CPU index itself, so the index
+    searches must give the CPU engine's neighbours and candidates; one set of GPU resources serves
+    both directions."""
+    copies, resources = [], []
+
+    class FakeResources:
+        def __init__(self):
+            resources.append(self)
+
+    def to_gpus(res, index):
+        assert res and all(isinstance(r, FakeResources) for r in res)
+        copies.append(index)
+        return index
+
+    monkeypatch.setattr(faiss, "get_num_gpus", lambda: 2, raising=False)
+    monkeypatch.setattr(faiss, "StandardGpuResources", FakeResources, raising=False)
+    monkeypatch.setattr(faiss, "index_cpu_to_gpu_multiple_py", to_gpus, raising=False)
+    x, y = random_unit(70, 16, 11), random_unit(45, 16, 12)
+    gpu_fwd, gpu_bwd = mining.knn_both(x, y, 4, shard_rows=20, device="auto")
+    assert len(resources) == 2  # one per GPU, made once
+    assert len(copies) == 3 + 4 and all(isinstance(i, faiss.IndexFlatIP) for i in copies)  # a shard each
+    cpu_fwd, cpu_bwd = mining.knn_both(x, y, 4, shard_rows=20, device="cpu")
+    for gpu, cpu in ((gpu_fwd, cpu_fwd), (gpu_bwd, cpu_bwd)):
+        np.testing.assert_array_equal(gpu.idx, cpu.idx)
+        np.testing.assert_allclose(gpu.sims, cpu.sims, rtol=1e-6)
+    got = mining.mine(x, y, k=4, shard_rows=20, device="gpu")
+    want = mining.mine(x, y, k=4, shard_rows=20, device="cpu")
+    np.testing.assert_array_equal(got.src, want.src)
+    np.testing.assert_array_equal(got.trg, want.trg)
+
+
+def test_flat_ip_index_on_cpu_is_the_flat_inner_product_index():
+    index = mining.flat_ip_index(8, "cpu")
+    assert isinstance(index, faiss.IndexFlatIP) and index.d == 8
+    with pytest.raises(ValueError, match="unknown kNN engine 'auto'"):
+        mining.flat_ip_index(8, "auto")
+
+
+def test_neighbours_disagree_allows_ties_only():
+    a = mining.Neighbours(np.array([[0.9, 0.5, 0.4], [0.8, 0.7, 0.6]], dtype=np.float32),
+                          np.array([[1, 2, 3], [4, 5, 6]]))
+    tie_at_cut = mining.Neighbours(a.sims.copy(), np.array([[1, 2, 7], [4, 5, 6]]))  # 7 tied with 3
+    swapped = mining.Neighbours(np.array([[0.9, 0.5, 0.4], [0.8, 0.7 - 1e-7, 0.6]], dtype=np.float32),
+                                np.array([[1, 2, 3], [4, 5, 6]]))
+    assert mining.neighbours_disagree(a, tie_at_cut, atol=1e-6).tolist() == []
+    assert mining.neighbours_disagree(a, swapped, atol=1e-6).tolist() == []
+    not_a_tie = mining.Neighbours(a.sims.copy(), np.array([[1, 7, 3], [4, 5, 6]]))  # 7 replaces 2 (0.5 > cut)
+    wrong_sims = mining.Neighbours(np.array([[0.9, 0.5, 0.4], [0.8, 0.65, 0.6]], dtype=np.float32), a.idx)
+    assert mining.neighbours_disagree(a, not_a_tie, atol=1e-6).tolist() == [0]
+    assert mining.neighbours_disagree(a, wrong_sims, atol=1e-6).tolist() == [1]
+    reordered = mining.Neighbours(a.sims.copy(), np.array([[2, 1, 3], [4, 5, 6]]))  # 0.9 and 0.5 exchanged
+    assert mining.neighbours_disagree(a, reordered, atol=1e-6).tolist() == [0]
+
+
+@pytest.mark.gpu
+def test_gpu_and_cpu_give_the_same_neighbours_apart_from_ties():
+    if mining.faiss_gpus() == 0:
+        pytest.skip("faiss sees no GPU")
+    dim = 64
+    x, y = random_unit(3000, dim, 21), random_unit(2500, dim, 22)
+    cpu = mining.knn_both(x, y, 4, shard_rows=1000, device="cpu")
+    gpu = mining.knn_both(x, y, 4, shard_rows=1000, device="gpu")
+    atol = mining.dot_tolerance(dim)
+    for c, g in zip(cpu, gpu):
+        assert mining.neighbours_disagree(c, g, atol).tolist() == []

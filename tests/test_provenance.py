@@ -72,7 +72,7 @@ def test_record_contents(chain):
     start, end = (provenance.parse_time(rec[k]) for k in ("start", "end"))
     assert start < end and rec["duration_s"] == pytest.approx((end - start).total_seconds(), abs=0.01)
     assert set(rec["libraries"]) == {"python", "torch", "fairseq", "numpy", "sacremoses",
-                                     "faiss-cpu", "snakemake", "scikit-learn"}
+                                     "faiss-cpu", "faiss-gpu-cu12", "snakemake", "scikit-learn"}
     assert rec["libraries"]["numpy"] == __import__("numpy").__version__
     assert rec["code"] == {"commit": None, "dirty": None, "version": __import__("laser_repro").__version__}
     assert rec["host"]["hostname"] and rec["host"]["pid"] == os.getpid()

@@ -113,15 +113,17 @@ rule bucc_mine:
     params:
         cfg=lambda w: shlex.join(str(x) for x in ("--k", EVAL["bucc"]["k"], "--margin", EVAL["bucc"]["margin"],
                                                   "--mode", EVAL["bucc"]["mode"],
-                                                  "--shard-rows", EVAL["bucc"]["shard_rows"])),
+                                                  "--shard-rows", EVAL["bucc"]["shard_rows"],
+                                                  "--knn-device", EVAL["knn_device"])),
     threads: CFG["embed"]["threads"]
     resources:
         mem_mb=8000,
+        gpu=1 if EVAL.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
-               " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc"])
+               " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc", "evaluation.knn_device"])
 
 
 rule bucc_evaluate:

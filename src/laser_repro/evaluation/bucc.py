@@ -359,12 +359,14 @@ def cmd_bucc_mine(a) -> None:
     from laser_repro.evaluation import mining
 
     src, trg = mining.open_npy(a.src_emb), mining.open_npy(a.trg_emb)
+    engine = mining.knn_engine(a.knn_device)  # "gpu" without a faiss GPU fails here, before any work
     start = time.perf_counter()
     cands = mining.mine(src, trg, k=a.k, margin=a.margin, mode=a.mode, shard_rows=a.shard_rows,
-                        threads=a.threads, gpu=a.gpu, threshold=a.threshold, ties=a.ties)
+                        threads=a.threads, device=engine, threshold=a.threshold, ties=a.ties)
     mining.write_candidates(a.candidates, cands)
-    log.info("%s: %d candidates from %d x %d sentences in %.1f s", a.candidates, len(cands),
-             src.shape[0], trg.shape[0], time.perf_counter() - start)
+    a.runtime = {"knn_engine": engine}  # ties may resolve differently on GPU: recorded in the provenance
+    log.info("%s: %d candidates from %d x %d sentences in %.1f s (kNN on %s)", a.candidates, len(cands),
+             src.shape[0], trg.shape[0], time.perf_counter() - start, engine)
 
 
 def _load_eval_inputs(a):
@@ -428,7 +430,9 @@ def add_cli(sub) -> None:
     s.add_argument("--shard-rows", type=int, default=mining.DEFAULT_SHARD_ROWS,
                    help="rows per block; memory ~ 4 * N * (N + 2 * dim) bytes")
     s.add_argument("--threads", type=int, default=None, help="faiss/BLAS threads (default: all)")
-    s.add_argument("--gpu", action="store_true", help="faiss GPU flat indexes when faiss sees a GPU")
+    s.add_argument("--knn-device", choices=mining.KNN_DEVICES, default="auto",
+                   help="where the exact kNN runs: auto (GPU when faiss sees one), cpu, gpu (an error without "
+                        "a faiss GPU); config evaluation.knn_device")
     s.add_argument("--threshold", type=float, default=0.0,
                    help="keep scores strictly above this (LASER's default 0); -inf keeps all")
     s.add_argument("--ties", choices=mining.TIES, default="stable",

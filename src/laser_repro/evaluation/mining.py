@@ -57,6 +57,8 @@ MODES = ("forward", "backward", "intersection", "max")
 # LASER's --retrieval names
 MODE_ALIASES = {"fwd": "forward", "bwd": "backward", "intersect": "intersection"}
 TIES = ("stable", "laser")
+# config evaluation.knn_device: where exact kNN runs (auto: GPU when faiss sees one)
+KNN_DEVICES = ("auto", "cpu", "gpu")
 # Rows per block. Not a power of two: transposing a 2^k-wide float32 matrix thrashes the
 # cache (same-set strides); 8000 x 8000 similarities are 256 MB.
 DEFAULT_SHARD_ROWS = 8000
@@ -245,17 +247,50 @@ def _check_knn_args(k: int, shard_rows: int) -> None:
         raise ValueError(f"shard_rows must be a positive integer, got {shard_rows!r}")
 
 
-def _use_gpu(gpu: bool) -> bool:
-    if not gpu:
-        return False
-    ngpu = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+def faiss_gpus() -> int:
+    """GPUs faiss can use: 0 for a faiss without GPU support (faiss-cpu) or where none is visible."""
+    return faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+
+
+def knn_engine(device: str) -> str:
+    """Where the exact kNN searches run ("cpu" or "gpu") for a ``knn_device`` setting: ``cpu``;
+    ``gpu`` (an error without a faiss GPU); ``auto``: GPU when faiss sees one."""
+    if device not in KNN_DEVICES:
+        raise ValueError(f"unknown knn device {device!r}; choose one of {', '.join(KNN_DEVICES)}")
+    if device == "cpu":
+        return "cpu"
+    ngpu = faiss_gpus()
+    if device == "gpu" and ngpu == 0:
+        build = "has no GPU support (faiss-cpu installed; bash scripts/setup.sh --gpu installs faiss-gpu-cu12)" \
+            if not hasattr(faiss, "StandardGpuResources") else "sees no GPU (CUDA_VISIBLE_DEVICES, the job's GPUs)"
+        raise RuntimeError(f"knn_device gpu: faiss {faiss.__version__} {build}")
     if ngpu == 0:
         log.info("no GPU visible to faiss: exact kNN runs on CPU")
-    return ngpu > 0
+    return "gpu" if ngpu else "cpu"
 
 
-def _gpu_flat_index(dim: int):
-    return faiss.index_cpu_to_all_gpus(faiss.IndexFlatIP(dim))
+def flat_ip_index(dim: int, engine: str, gpu_resources: list | None = None):
+    """The exact inner-product index of every kNN search: ``IndexFlatIP`` on CPU; on GPU the same
+    index on every GPU faiss sees (replicas: the queries are split among them). `gpu_resources`:
+    one ``StandardGpuResources`` per GPU (:func:`gpu_resources`), shared by the indexes of a search
+    (each set holds cuBLAS handles and scratch memory); None: a new set for this index."""
+    index = faiss.IndexFlatIP(dim)
+    if engine == "cpu":
+        return index
+    if engine != "gpu":
+        raise ValueError(f"unknown kNN engine {engine!r}; choose cpu or gpu")
+    if gpu_resources is None:
+        return faiss.index_cpu_to_all_gpus(index)
+    return faiss.index_cpu_to_gpu_multiple_py(gpu_resources, index)
+
+
+def gpu_resources() -> list:
+    """One faiss ``StandardGpuResources`` per GPU faiss sees."""
+    return [faiss.StandardGpuResources() for _ in range(faiss_gpus())]
+
+
+def _gpu_search(queries, database, k: int, shard_rows: int, resources: list) -> Neighbours:
+    return _knn_search(queries, database, k, shard_rows, lambda dim: flat_ip_index(dim, "gpu", resources))
 
 
 def _add_columns(top: _TopK, sims: np.ndarray, q0: int, d0: int, stripe_buf: np.ndarray) -> None:
@@ -322,36 +357,68 @@ def _knn_search(queries, database, k: int, shard_rows: int,
 
 
 def knn(queries, database, k: int, *, shard_rows: int = DEFAULT_SHARD_ROWS,
-        threads: int | None = None, gpu: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        threads: int | None = None, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine k nearest neighbours of every query row among the database rows.
 
     Inputs are any 2-D float arrays (np.memmap and :class:`NpyRows` included); rows are
     L2-normalised here. Returns (sims float32 [n, min(k, len(database))], idx int64), best
     first. Ties resolve as faiss's ``IndexFlatIP`` search does, independently of `shard_rows`.
+    `device`: one of :data:`KNN_DEVICES` (see :func:`knn_engine`).
     """
     _check_knn_args(k, shard_rows)
     if _check_embeddings("query", queries)[1] != _check_embeddings("database", database)[1]:
         raise ValueError(f"dimension mismatch: queries {queries.shape[1]}, database {database.shape[1]}")
+    engine = knn_engine(device)
     with _threads(threads):
-        if _use_gpu(gpu):
-            res = _knn_search(queries, database, int(k), int(shard_rows), _gpu_flat_index)
+        if engine == "gpu":
+            res = _gpu_search(queries, database, int(k), int(shard_rows), gpu_resources())
         else:
             res = _knn_blocks(queries, database, int(k), int(shard_rows), both=False)[0]
     return res.sims, res.idx
 
 
 def knn_both(src, trg, k: int, *, shard_rows: int = DEFAULT_SHARD_ROWS, threads: int | None = None,
-             gpu: bool = False) -> tuple[Neighbours, Neighbours]:
-    """Forward (src -> trg) and backward (trg -> src) neighbours; on CPU from one pass of products."""
+             device: str = "cpu") -> tuple[Neighbours, Neighbours]:
+    """Forward (src -> trg) and backward (trg -> src) neighbours; on CPU from one pass of products,
+    on GPU (`device`, see :func:`knn_engine`) two index searches (LASER's knnGPU)."""
     _check_knn_args(k, shard_rows)
     if _check_embeddings("source", src)[1] != _check_embeddings("target", trg)[1]:
         raise ValueError(f"dimension mismatch: source {src.shape[1]}, target {trg.shape[1]}")
+    engine = knn_engine(device)
     with _threads(threads):
-        if _use_gpu(gpu):
-            return (_knn_search(src, trg, int(k), int(shard_rows), _gpu_flat_index),
-                    _knn_search(trg, src, int(k), int(shard_rows), _gpu_flat_index))
+        if engine == "gpu":
+            resources = gpu_resources()
+            return (_gpu_search(src, trg, int(k), int(shard_rows), resources),
+                    _gpu_search(trg, src, int(k), int(shard_rows), resources))
         fwd, bwd = _knn_blocks(src, trg, int(k), int(shard_rows), both=True)
     return fwd, bwd
+
+
+def dot_tolerance(dim: int) -> float:
+    """Bound on the difference of two float32 cosines of the same unit vectors summed in different
+    orders (CPU BLAS and cuBLAS): ``dim`` roundings of at most eps/2 of a sum bounded by 1 (Cauchy-Schwarz),
+    doubled for normalisations done by different code."""
+    return float(dim * np.finfo(np.float32).eps)
+
+
+def neighbours_disagree(a: Neighbours, b: Neighbours, atol: float) -> np.ndarray:
+    """Rows whose neighbours differ beyond ties: a row agrees when its similarities (best first)
+    match within `atol`, a neighbour found by both has the same similarity within `atol` in both,
+    and a neighbour found by one only is within `atol` of the row's last (k-th) similarity, i.e.
+    tied at the cut (the CPU and GPU engines order near-equal values differently)."""
+    if a.idx.shape != b.idx.shape:
+        raise ValueError(f"neighbour arrays differ in shape: {a.idx.shape} vs {b.idx.shape}")
+    close = np.abs(a.sims - b.sims) <= atol
+    bad = ~close.all(axis=1)
+    for r in np.flatnonzero((a.idx != b.idx).any(axis=1) & ~bad):
+        sa = dict(zip(a.idx[r].tolist(), a.sims[r].tolist()))
+        sb = dict(zip(b.idx[r].tolist(), b.sims[r].tolist()))
+        cut = min(a.sims[r, -1], b.sims[r, -1])
+        shared_ok = all(abs(sa[i] - sb[i]) <= atol for i in sa.keys() & sb.keys())
+        only_ok = all(s - cut <= atol for s in [sa[i] for i in sa.keys() - sb.keys()]
+                      + [sb[i] for i in sb.keys() - sa.keys()])
+        bad[r] = not (shared_ok and only_ok)
+    return np.flatnonzero(bad)
 
 
 # --------------------------------------------------------------------------- margins
@@ -486,15 +553,15 @@ def select(fwd: Neighbours, bwd: Neighbours, *, margin: str = "ratio", mode: str
 
 
 def mine(src_emb, trg_emb, *, k: int = 4, margin: str = "ratio", mode: str = "max",
-         shard_rows: int = DEFAULT_SHARD_ROWS, threads: int | None = None, gpu: bool = False,
+         shard_rows: int = DEFAULT_SHARD_ROWS, threads: int | None = None, device: str = "cpu",
          threshold: float | None = None, ties: str = "stable") -> Candidates:
     """Mine parallel sentence pairs between two embedding matrices (rows = sentences).
 
     k: neighbourhood size (capped at the other side's size, as LASER); margin: ratio, distance
     or absolute; mode: forward, backward, intersection or max (LASER's fwd, bwd, intersect
     accepted); shard_rows: rows per block (memory ~ 4 * shard_rows * (shard_rows + 2 * dim) bytes);
-    threads: faiss/BLAS threads (None: library defaults); gpu: faiss GPU flat indexes when
-    faiss sees a GPU; threshold, ties: see :func:`select`. Returns the pairs sorted by score
+    threads: faiss/BLAS threads (None: library defaults); device: where the kNN searches run
+    (:data:`KNN_DEVICES`, see :func:`knn_engine`); threshold, ties: see :func:`select`. Returns the pairs sorted by score
     descending. Scores equal LASER's bit for bit (see :func:`candidate_dots`).
     """
     if margin not in MARGINS:
@@ -503,7 +570,7 @@ def mine(src_emb, trg_emb, *, k: int = 4, margin: str = "ratio", mode: str = "ma
         raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if ties not in TIES:
         raise ValueError(f"unknown tie order {ties!r}; choose one of {', '.join(TIES)}")
-    fwd, bwd = knn_both(src_emb, trg_emb, k, shard_rows=shard_rows, threads=threads, gpu=gpu)
+    fwd, bwd = knn_both(src_emb, trg_emb, k, shard_rows=shard_rows, threads=threads, device=device)
     with _threads(threads):
         dots = candidate_dots(src_emb, trg_emb, fwd, bwd, shard_rows=shard_rows)
     return select(fwd, bwd, margin=margin, mode=mode, threshold=threshold, dots=dots, ties=ties)

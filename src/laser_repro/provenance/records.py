@@ -20,7 +20,7 @@ from laser_repro import provenance as _package
 from laser_repro.provenance._common import (FORMAT, IGNORED_IN_DIRS, SUFFIX, ProvenanceError, _own_key, log,
                                             read_sidecar, rel_key, sidecar_path)
 
-LIBRARIES = ("torch", ("fairseq-fixed", "fairseq"), "numpy", "sacremoses", "faiss-cpu",
+LIBRARIES = ("torch", ("fairseq-fixed", "fairseq"), "numpy", "sacremoses", "faiss-cpu", "faiss-gpu-cu12",
              "snakemake", "scikit-learn")
 
 

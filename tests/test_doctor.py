@@ -1,0 +1,133 @@
+"""laser-repro doctor: the probes replaced by those of a GPU node (with and without visible GPUs) and a
+CPU install, against the repository's SLURM profile and paper config."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from conftest import REPO
+from laser_repro.core import doctor
+
+PROFILE = REPO / "profiles" / "slurm"
+PAPER = REPO / "config" / "paper.yaml"
+H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2, "capability": [9, 0]}
+V100 = {"index": 1, "name": "Tesla V100-SXM2-32GB", "memory_gib": 31.7, "capability": [7, 0]}
+FAIRSEQ = {"version": "0.12.3.1", "distribution": "fairseq-fixed", "missing_extensions": []}
+VERSIONS = {"python": "3.11.7", "snakemake": "9.27.1", "numpy": "2.4.6"}
+
+
+def cuda_torch(gpus):
+    return {"version": "2.13.0", "cuda": "13.0", "cudnn": 92000, "nccl": "2.29.7", "gpus": gpus,
+            "cuda_visible_devices": None}
+
+
+CPU_TORCH = {"version": "2.13.0+cpu", "cuda": None, "cudnn": None, "nccl": None, "gpus": [],
+             "cuda_visible_devices": None}
+GPU_FAISS = {"version": "1.14.1", "distribution": "faiss-gpu-cu12", "gpu_support": True, "gpus": 1}
+CPU_FAISS = {"version": "1.15.1", "distribution": "faiss-cpu", "gpu_support": False, "gpus": 0}
+
+
+def fake(monkeypatch, torch, faiss, nvidia_device, fairseq=FAIRSEQ):
+    monkeypatch.setattr(doctor, "probe_torch", lambda: torch)
+    monkeypatch.setattr(doctor, "probe_faiss", lambda: faiss)
+    monkeypatch.setattr(doctor, "probe_fairseq", lambda: fairseq)
+    monkeypatch.setattr(doctor, "probe_versions", lambda: VERSIONS)
+    monkeypatch.setattr(doctor, "probe_nvidia_device", lambda: nvidia_device)
+
+
+def run(capsys, *argv):
+    parser = argparse.ArgumentParser()
+    doctor.add_cli(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["doctor", *map(str, argv)])
+    try:
+        args.func(args)
+        status = 0
+    except SystemExit as done:
+        status = done.code
+    return status, capsys.readouterr().out
+
+
+def test_gpu_node_with_its_gpus_passes_and_lists_them(monkeypatch, capsys, tmp_path):
+    fake(monkeypatch, cuda_torch([H100]), GPU_FAISS, nvidia_device=True)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER, "--strict", "--json", tmp_path / "d.json")
+    assert status == 0, out
+    assert "torch       2.13.0 (CUDA 13.0), cuDNN 92000, NCCL 2.29.7" in out
+    assert "cuda:0    NVIDIA H100 80GB HBM3, 79.2 GiB, compute capability 9.0, bf16 yes" in out
+    assert "faiss       1.14.1 (faiss-gpu-cu12), GPU support yes, 1 GPU(s)" in out
+    assert "compiled extensions import" in out and "ERROR" not in out and "WARNING" not in out
+    assert "doctor: 0 error(s), 0 warning(s)" in out
+    assert '"findings"' in (tmp_path / "d.json").read_text()
+
+
+def test_gpu_node_without_visible_gpus_warns(monkeypatch, capsys):
+    fake(monkeypatch, cuda_torch([]), dict(GPU_FAISS, gpus=0), nvidia_device=False)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER)
+    assert status == 0
+    assert "WARNING: torch is a CUDA build but sees no GPU" in out
+    status, _ = run(capsys, "--profile", PROFILE, "--configfile", PAPER, "--strict")
+    assert status == 1
+
+
+def test_cpu_torch_where_the_profile_asks_for_gpus_is_an_error(monkeypatch, capsys):
+    fake(monkeypatch, CPU_TORCH, CPU_FAISS, nvidia_device=True)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER)
+    assert status == 1
+    error = [line for line in out.splitlines() if line.startswith("ERROR:")]
+    assert len(error) == 1 and "torch 2.13.0+cpu is a CPU build" in error[0]
+    assert "set-resources laser_train gpu: 1" in error[0] or "train.gpus: 16" in error[0]
+    assert "bash scripts/setup.sh --gpu" in error[0]
+    assert "WARNING: faiss 1.15.1 (faiss-cpu) has no GPU support" in out
+
+
+def test_cpu_torch_on_a_gpu_machine_without_a_profile_warns(monkeypatch, capsys):
+    fake(monkeypatch, CPU_TORCH, CPU_FAISS, nvidia_device=True)
+    status, out = run(capsys)
+    assert status == 0 and "WARNING: this machine has an NVIDIA GPU but torch 2.13.0+cpu is a CPU build" in out
+    fake(monkeypatch, CPU_TORCH, CPU_FAISS, nvidia_device=False)  # the CPU environment on a CPU machine: fine
+    status, out = run(capsys, "--strict")
+    assert status == 0 and "doctor: 0 error(s), 0 warning(s)" in out
+
+
+def test_knn_device_gpu_needs_a_faiss_gpu_build():
+    wants = doctor.Wants(knn_device="gpu")
+    errors = doctor.diagnose({"torch": cuda_torch([H100]), "faiss": CPU_FAISS, "fairseq": FAIRSEQ}, wants)
+    assert [f.level for f in errors] == ["OK", "ERROR"]
+    assert "evaluation.knn_device is gpu but faiss 1.15.1 (faiss-cpu) has no GPU support" in errors[1].message
+    login = doctor.diagnose({"torch": cuda_torch([]), "faiss": dict(GPU_FAISS, gpus=0), "fairseq": FAIRSEQ}, wants)
+    assert [f.level for f in login] == ["WARNING"] and "faiss sees no GPU" in login[0].message
+
+
+def test_missing_fairseq_extensions_and_bf16_on_old_gpus():
+    broken = dict(FAIRSEQ, missing_extensions=["fairseq.data.data_utils_fast (ImportError: x)"])
+    wants = doctor.Wants(bf16_models=["laser"])
+    found = doctor.diagnose({"torch": cuda_torch([H100, V100]), "faiss": GPU_FAISS, "fairseq": broken}, wants)
+    text = "\n".join(f"{f.level}: {f.message}" for f in found)
+    assert "ERROR: fairseq's compiled extensions do not import: fairseq.data.data_utils_fast" in text
+    assert "WARNING: train.precision bf16 (laser) but Tesla V100-SXM2-32GB lack bf16" in text
+    assert "H100" not in text.split("lack bf16")[0].split("but")[-1]
+
+
+def test_profile_gpu_rules(tmp_path):
+    (tmp_path / "config.yaml").write_text(
+        "default-resources:\n  mem_mb: 100\n"
+        "set-resources:\n"
+        "  laser_train: {gpu: 2}\n  labse_train: {gres: 'gpu:a100:4'}\n  multienc_train: {slurm_extra: \"'--gpus-per-node=8'\"}\n"
+        "  bucc_mine: {gpu: 0}\n  bpe_learn: {mem_mb: 100}\n", encoding="utf-8")
+    rules = doctor.profile_gpu_rules(tmp_path)
+    assert set(rules) == {"laser_train", "labse_train", "multienc_train"}
+    assert rules["labse_train"].endswith("gres: gpu:a100:4")
+    # with a config, only the families it trains (paper.yaml: LASER); rules of no family always count
+    (tmp_path / "config.yaml").write_text("set-resources:\n  labse_train: {gpu: 1}\n  bucc_mine: {gpu: 1}\n",
+                                          encoding="utf-8")
+    assert set(doctor.wants_of(tmp_path, PAPER).gpu_rules) == {"bucc_mine", "laser (train.gpus)"}
+    assert set(doctor.wants_of(tmp_path, None).gpu_rules) == {"labse_train", "bucc_mine"}
+    (tmp_path / "bad.yaml").write_text("- a list\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.yaml: a profile is a YAML mapping"):
+        doctor.profile_gpu_rules(tmp_path / "bad.yaml")
+
+
+def test_real_probes_run_here():
+    env = doctor.probe()
+    assert env["versions"]["python"] and "version" in env["torch"] and "version" in env["faiss"]
+    assert set(env["fairseq"]) >= {"version", "missing_extensions"} or "error" in env["fairseq"]
