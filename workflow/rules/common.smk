@@ -67,6 +67,35 @@ LABSE_TABLES = f"results/tables/{CFG['run_name']}/labse_2020"
 BISENT2VEC = PLAN.bisent2vec
 BISENT2VEC_TABLES = f"results/tables/{CFG['run_name']}/bisent2vec_2019"
 FAMILY_MODELS = PLAN.models  # every model of `models` (families other than LASER)
+
+
+# ---- GPUs of the training jobs: the count from the config, the layout from the site --------------------
+# The profile's global resources site_gpus_per_node / site_cpus_per_gpu describe the site's GPU nodes
+# (profiles/slurm); without them (a local run) every job is one node. laser_repro.core.slurm says why
+# the layout is --nodes / --ntasks-per-node / --gres and never --gpus / --ntasks-per-gpu.
+from laser_repro.core import slurm as slurm_layout
+
+SITE_GPUS_PER_NODE, SITE_CPUS_PER_GPU = slurm_layout.site_geometry(getattr(workflow, "global_resources", None))
+
+
+def gpu_resources(gpus, where):
+    """The SLURM layout of a training job on `gpus` GPUs ({} for 0: a CPU job)."""
+    return slurm_layout.gpu_job_resources(gpus, gpus_per_node=SITE_GPUS_PER_NODE, cpus_per_gpu=SITE_CPUS_PER_GPU,
+                                          where=where)
+
+
+def one_node_gpu_resource(gpus_of, key):
+    """A resource callable of a per-model training rule (multienc, LaBSE): `key` of the job's one-node
+    layout; `gpus_of(wildcards)` -> (GPUs, config key). Several nodes are LASER's only (fairseq's srun
+    workers); a model asking for more GPUs than a node has is an error naming its key."""
+    def resource(wildcards, threads):
+        gpus, where = gpus_of(wildcards)
+        layout = gpu_resources(gpus, where)
+        if layout.get("mpi"):
+            raise ValueError(f"{where}: {gpus} GPUs exceed one node ({SITE_GPUS_PER_NODE} GPUs): this family "
+                             f"trains on one node")
+        return layout.get(key, {"nodes": 1, "gres": "", "cpus_per_task": threads}[key])
+    return resource
 EVAL = CFG.get("evaluation", {})
 
 

@@ -375,6 +375,9 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                 f"update_freq = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+    if train.get("early_stopping") and train.get("save_interval_updates"):
+        raise ConfigError(f"{(origin or Origin()).locate(['train', 'save_interval_updates']) or source}: train.save_interval_updates: "
+                          f"early_stopping saves every early_stopping.interval_updates updates itself; set only that")
     if train.get("early_stopping") and not config.get("flores_eval"):
         raise ConfigError(f"{source}: train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
     flores = config.get("flores_eval")

@@ -91,15 +91,41 @@ def worker_rank(environ: Optional[Mapping[str, str]] = None) -> Rank:
 
 
 def slurm_job_geometry(job_id: str) -> dict:
-    """``{"tasks", "nodes", "cpus"}`` of a SLURM job, from ``scontrol show job``."""
+    """``{"tasks", "nodes", "cpus", "gpus_per_node"}`` of a SLURM job, from ``scontrol show job``
+    (gpus_per_node: its ``--gres=gpu:N``, 0 without)."""
     text = subprocess.run(["scontrol", "show", "job", str(job_id)], check=True,
                           capture_output=True, text=True).stdout
+    return parse_job_geometry(text, job_id)
+
+
+def parse_job_geometry(text: str, job_id: str = "?") -> dict:
+    """:func:`slurm_job_geometry` of the text of ``scontrol show job``."""
+    import re
+
     fields = dict(item.split("=", 1) for item in text.split() if "=" in item)
     try:
-        return {"tasks": int(fields["NumTasks"]), "nodes": int(fields["NumNodes"].split("-")[0]),
-                "cpus": int(fields["NumCPUs"])}
+        geometry = {"tasks": int(fields["NumTasks"]), "nodes": int(fields["NumNodes"].split("-")[0]),
+                    "cpus": int(fields["NumCPUs"])}
     except (KeyError, ValueError) as err:
         raise RuntimeError(f"scontrol show job {job_id}: no NumTasks/NumNodes/NumCPUs in {text!r}") from err
+    # TresPerNode=gres/gpu:8 (or gres:gpu:a100:8, depending on the Slurm version)
+    gpus = re.search(r"gpu(?::[A-Za-z0-9_.-]+)?:(\d+)", fields.get("TresPerNode", ""))
+    geometry["gpus_per_node"] = int(gpus.group(1)) if gpus else 0
+    return geometry
+
+
+def srun_command(job: Mapping[str, int], worker: Sequence[str]) -> list[str]:
+    """``srun`` of one worker per task of the job (:func:`slurm_job_geometry`): the tasks spread evenly
+    over the nodes, each task sees its node's GPUs (its local rank picks one), the job's CPUs split over
+    the tasks. No --ntasks-per-gpu / --gpus-per-task (see laser_repro.core.slurm)."""
+    tasks, nodes = job["tasks"], job["nodes"]
+    if tasks % nodes:
+        raise ValueError(f"{tasks} tasks on {nodes} nodes: not the same number per node")
+    cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={tasks}", f"--nodes={nodes}",
+           f"--ntasks-per-node={tasks // nodes}", f"--cpus-per-task={max(1, job['cpus'] // tasks)}"]
+    if job.get("gpus_per_node"):
+        cmd.append(f"--gres=gpu:{job['gpus_per_node']}")  # every GPU of the node to the step's tasks
+    return [*cmd, sys.executable, *worker]
 
 
 def parse_slurm_duration(text: str) -> Optional[int]:
@@ -163,8 +189,7 @@ def launch_workers(launcher: str, world_size: int, worker_argv: Sequence[str],
         # start one task): pass the geometry of the job itself (from the caller)
         if job is None:
             raise ValueError("srun needs the job geometry (slurm_job_geometry)")
-        cmd = ["srun", "--kill-on-bad-exit=1", f"--ntasks={job['tasks']}", f"--nodes={job['nodes']}",
-               f"--cpus-per-task={max(1, job['cpus'] // job['tasks'])}", sys.executable, *worker]
+        cmd = srun_command(job, worker)
     elif launcher == "torchrun":
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                f"--nproc-per-node={world_size}", *worker]

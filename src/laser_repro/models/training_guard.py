@@ -23,7 +23,8 @@ pairs, targets, nli weight, curves, train) except
   trains the same model (up to float summation order; threads likewise, they are not settings);
 * the stopping criteria -- ``train.max_epoch``, ``max_update``, ``early_stopping`` -- raising them
   legitimately continues a run (:func:`stopping_settings`; they are kept in ``train_status.json``);
-* ``train.log_interval`` / ``log_file`` (logging only) and ``nli.data`` (a path: the NLI files are
+* ``train.log_interval`` / ``log_file`` (logging only), ``save_interval_updates`` / ``num_workers``
+  (when checkpoints are written, how batches are loaded) and ``nli.data`` (a path: the NLI files are
   fingerprinted by content, so moving the results directory does not invalidate a run).
 
 Data: every ``{train,valid}.SRC-TGT.LANG.{bin,idx}`` of the settings' pairs present in the data
@@ -69,6 +70,8 @@ FINGERPRINT_VERSION = 1
 PROCESS_KEYS = ("gpus", "cpu_processes", "update_freq", "tokens_per_update")
 STOPPING_KEYS = ("max_epoch", "max_update", "early_stopping")
 LOGGING_KEYS = ("log_interval", "log_file")
+#: how often checkpoints are written and how batches are loaded: the weights at an update are the same
+IO_KEYS = ("save_interval_updates", "num_workers")
 
 #: the environment variable through which a torchrun worker learns its launcher's pid
 LAUNCHER_PID_ENV = "LASER_REPRO_LAUNCHER_PID"
@@ -86,7 +89,7 @@ def model_settings(settings: Mapping) -> dict:
     out = copy.deepcopy(dict(settings))
     train = dict(out["train"])
     planned = planned_tokens_per_update(train)
-    for key in (*PROCESS_KEYS, *STOPPING_KEYS, *LOGGING_KEYS):
+    for key in (*PROCESS_KEYS, *STOPPING_KEYS, *LOGGING_KEYS, *IO_KEYS):
         train.pop(key, None)
     train["tokens_per_update"] = planned
     out["train"] = train

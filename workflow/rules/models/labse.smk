@@ -28,6 +28,15 @@ rule labse_vocab:
                " --smoothing {wildcards.alpha:q} --output {output.tokenizer:q} --stats {output.stats:q}")
 
 
+def labse_pretrain_gpus(w):
+    name = PLAN.labse_pretrainings[w.pretraining]
+    return LABSE[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"
+
+
+def labse_train_gpus(w):
+    return LABSE[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"
+
+
 rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint initialises the dual encoders
     input:
         text=lambda w: labse_text(LABSE[PLAN.labse_pretrainings[w.pretraining]]["data"]),
@@ -49,6 +58,9 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
     resources:
         mem_mb=16000,
         runtime=7200,
+        nodes=one_node_gpu_resource(labse_pretrain_gpus, "nodes"),
+        gres=one_node_gpu_resource(labse_pretrain_gpus, "gres"),
+        cpus_per_task=one_node_gpu_resource(labse_pretrain_gpus, "cpus_per_task"),
     conda:
         "../../envs/laser.yaml"
     shell:
@@ -82,6 +94,9 @@ rule labse_train:
     resources:
         mem_mb=16000,
         runtime=7200,
+        nodes=one_node_gpu_resource(labse_train_gpus, "nodes"),
+        gres=one_node_gpu_resource(labse_train_gpus, "gres"),
+        cpus_per_task=one_node_gpu_resource(labse_train_gpus, "cpus_per_task"),
     conda:
         "../../envs/laser.yaml"
     shell:

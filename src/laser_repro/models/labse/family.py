@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, MosesInputFamily, run_training_loop
 
-PROCESS_KEYS = ("cpu_processes",)
+PROCESS_KEYS = ("cpu_processes", "gpus")
 STOPPING_KEYS = ("max_update",)
 LOGGING_KEYS = ("log_interval", "validate_interval_updates")
 #: how a step is computed, not what: gradient caching gives the one-pass gradient

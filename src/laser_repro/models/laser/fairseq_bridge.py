@@ -67,9 +67,13 @@ _TRAIN_KEYS = {
     "validate_interval_updates": "--validate-interval-updates",
     "patience": "--patience",
     "log_file": "--log-file",
+    "num_workers": "--num-workers",
 }
 #: train.precision -> fairseq's options (its own loss scaling for fp16; bf16 needs no scaler)
 _PRECISION_FLAGS = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}
+#: interval checkpoints (checkpoint_<epoch>_<update>.pt, ~1 GB each at the paper's size) kept besides
+#: checkpoint_last.pt when ``save_interval_updates`` is set without ``keep_interval_updates``
+KEEP_INTERVAL_CHECKPOINTS = 2
 _REQUIRED_TRAIN_KEYS = ("lr", "max_tokens", "update_freq", "max_epoch", "seed", "log_interval")
 
 
@@ -368,7 +372,8 @@ def fairseq_train_argv(
     decoder_layers, decoder_out_embed_dim, share_decoder_input_output_embed,
     max_source_positions, max_target_positions).
     ``train`` keys: lr, max_tokens, update_freq, max_epoch, seed, log_interval (+ optional
-    max_sentences, max_update, save_interval_updates, keep_interval_updates, clip_norm,
+    max_sentences, max_update, save_interval_updates, keep_interval_updates (default
+    :data:`KEEP_INTERVAL_CHECKPOINTS` with save_interval_updates), num_workers (default 0), clip_norm,
     log_file, precision: fp32 | fp16 | bf16 -- fp16 and bf16 on GPUs only).
     ``validate``: None = validate iff valid.* files exist in ``data_dir``.
     ``nli``: ``{"data": PREFIX, "weight": W}`` (:func:`nli_settings`); with W > 0 adds the task
@@ -406,6 +411,10 @@ def fairseq_train_argv(
         "--optimizer", "adam",
         "--lr-scheduler", "fixed",
     ]
+    train = dict(train)
+    if train.get("save_interval_updates") and train.get("keep_interval_updates") is None:
+        train["keep_interval_updates"] = KEEP_INTERVAL_CHECKPOINTS
+    train.setdefault("num_workers", 0)
     for key, opt in _TRAIN_KEYS.items():
         if train.get(key) is not None:
             argv += [opt, _fmt(train[key])]
@@ -419,7 +428,6 @@ def fairseq_train_argv(
     argv += [
         "--save-dir", str(save_dir),
         "--no-epoch-checkpoints",  # keep checkpoint_last.pt (+ checkpoint_best.pt when validating)
-        "--num-workers", "0",
         "--log-format", "json",
     ]
     if validate is None:

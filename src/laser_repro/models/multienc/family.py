@@ -7,7 +7,7 @@ from typing import Callable, Mapping
 from laser_repro.models.base import Encoder, LoadedEncoder, ModelFamily, run_training_loop
 
 #: train keys that do not change the weights at a given update, or only say when to stop / what to log
-PROCESS_KEYS = ("cpu_processes",)
+PROCESS_KEYS = ("cpu_processes", "gpus")
 STOPPING_KEYS = ("max_epoch", "max_update", "patience")
 LOGGING_KEYS = ("log_interval",)
 

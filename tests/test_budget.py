@@ -1,0 +1,67 @@
+"""laser-repro budget: work, GPU-hours, wall time and SLURM attempts of each training target."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from laser_repro import config as run_config
+from laser_repro.config import budget
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _toy(**train):
+    toy = run_config.read_yaml(REPO / "tests" / "toy" / "config.yaml")
+    toy.pop("ablations", None)
+    toy["train"] = {**toy["train"], **train}
+    return run_config.validate(toy)
+
+
+def test_every_figure_is_marked_and_sourced():
+    rows = budget.throughput_table()
+    assert {(r["family"], r["stage"]) for r in rows} >= {("laser", "train"), ("multienc", "train"),
+                                                        ("labse", "dual"), ("labse", "pretrain"), ("bisent2vec", "train")}
+    assert all(r["rate"] > 0 and r["source"] and r["status"] in ("measured", "estimated") for r in rows)
+
+
+def test_toy_laser_budget_from_given_sizes(tmp_path):
+    config = _toy(gpus=4, update_freq=1, max_epoch=10)
+    config["train"]["tokens_per_update"] = None
+    figure, _ = budget.pick_throughput("laser", "train", None, "fp32")
+    pairs = figure["rate"] * 4 * 3600 * 25  # 25 h of work on 4 GPUs
+    profile = {"retries": 1, "set-resources": {"laser_train": {"runtime": 600}}}  # 10 h attempts, 2 in all
+    [est] = budget.estimate(config, profile=profile, corpus_sizes={"base": pairs / 10}, results_dir=tmp_path)
+    assert est.work == pytest.approx(pairs) and est.wall_h == pytest.approx(25)
+    assert est.gpu_hours == pytest.approx(100) and est.attempts_needed == 3
+    assert any("cannot finish: needs 3 attempts" in w for w in est.warnings())
+    profile["retries"] = 2
+    [est] = budget.estimate(config, profile=profile, corpus_sizes={"base": pairs / 10}, results_dir=tmp_path)
+    assert not est.warnings()
+
+
+def test_unknown_sizes_say_so_and_render(tmp_path):
+    [est] = budget.estimate(_toy(), profile={}, results_dir=tmp_path)
+    assert est.work is None and "unknown until the data stage ran" in est.work_source
+    text = budget.render([est], source="toy.yaml", profile_dir=None)
+    assert "unknown pairs" in text and "measured" in text
+
+
+def test_save_interval_longer_than_an_attempt_is_a_warning(tmp_path):
+    est = budget.Estimate("base", "laser", "train", 16, 1e9, "pairs", "", {"rate": 548.0}, 16, runtime_min=60,
+                          attempts=100, save_interval_h=2.0)
+    assert any("longer than an attempt" in w for w in est.warnings())
+
+
+def test_paper_configs(capsys):
+    from laser_repro.cli import main
+
+    main(["budget", "--configfile", str(REPO / "config" / "paper.yaml"), "--profile", str(REPO / "profiles" / "slurm")])
+    out = capsys.readouterr().out
+    base = next(line for line in out.splitlines() if line.startswith("base "))
+    # the paper's own figures: 17 epochs of 223M pairs in ~120 h on 16 GPUs
+    assert "3,791,000,000 pairs" in base and "120.1" in base and "3 of 3" in base
+    assert "checkpoint every 4000 updates = 0.81 h" in out and "WARNING" not in out
+    main(["budget", "--configfile", str(REPO / "config" / "labse_2020.yaml"), "--profile", str(REPO / "profiles" / "slurm")])
+    out = capsys.readouterr().out
+    assert "estimated" in out and "WARNING: cannot finish" in out  # 500k updates of 4096 pairs on 8 GPUs
