@@ -36,13 +36,15 @@ PAPER_MODEL = {"encoder_layers": 5, "encoder_hidden_size": 512, "encoder_embed_d
                "decoder_hidden_size": 2048, "decoder_embed_dim": 320, "decoder_lang_embed_dim": 32,
                "dropout": 0.1}
 
-# the training process: prints its peak GPU memory after fairseq returns (same interpreter, same argv)
+# the training process (both trainers alike): prints its peak GPU memory after fairseq returns
 RUNNER = """
 import sys, json, torch
 from fairseq_cli.train import cli_main
+from laser_repro.models.laser.fairseq_bridge import bf16_on_gpu  # fairseq 0.12 takes --bf16 for a TPU run
 sys.argv = ["fairseq-train", *json.loads(sys.argv[1])]
 try:
-    cli_main()
+    with bf16_on_gpu():
+        cli_main()
 finally:
     print("PEAK_GPU_BYTES", torch.cuda.max_memory_allocated(), flush=True)
 """

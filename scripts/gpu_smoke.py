@@ -277,6 +277,8 @@ def throughput(family: str, work: Path, device: torch.device, precision: str, bi
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", help="the JSON of figures")
+    parser.add_argument("--only", nargs="+", metavar="PREFIX",
+                        help="run only the checks whose names start with one of these (e.g. multienc. laser.)")
     a = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     cuda = torch.cuda.is_available()
@@ -293,6 +295,8 @@ def main(argv=None) -> int:
     start = time.perf_counter()
 
     def check(name, fn, *args):
+        if a.only and not name.startswith(tuple(a.only)):
+            return
         log.info("== %s", name)
         t0 = time.perf_counter()
         try:

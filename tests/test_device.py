@@ -230,3 +230,35 @@ def test_curves_feed_the_model_on_its_device():
     monitor._embed(encoder, Dataset.sentences)
     monitor._loss(encoder, criterion, Dataset(), torch.arange(2).numpy())
     assert seen and all(d == torch.device("meta") for devices in seen for d in devices), seen
+
+
+def test_exact_fp32_turns_tf32_off_and_restores_it():
+    """Seen on an H200: cuDNN's default TF32 put an LSTM encoder's GPU embeddings 3e-4 from the CPU's."""
+    from laser_repro.models.device import exact_fp32
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        with exact_fp32():
+            assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+        assert torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def test_fairseq_bf16_stays_a_cuda_run(monkeypatch):
+    """fairseq 0.12 turns --bf16 into a TPU run (it failed at start on an H200); bf16_on_gpu keeps CUDA."""
+    import sys as _sys
+
+    from fairseq import options
+
+    from laser_repro.models.laser.fairseq_bridge import bf16_on_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(_sys, "argv", ["fairseq-train", "data", "--bf16"])
+    parse = lambda: options.parse_args_and_arch(options.get_training_parser(), ["data", "--bf16", "--arch", "lstm"])
+    assert parse().tpu  # fairseq's own reading
+    with bf16_on_gpu():
+        args = parse()
+    assert args.bf16 and not args.tpu
+    assert parse().tpu  # restored

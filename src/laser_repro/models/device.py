@@ -97,6 +97,19 @@ def distributed_backend(device: torch.device, environ: Optional[Mapping[str, str
     return chosen
 
 
+@contextlib.contextmanager
+def exact_fp32():
+    """IEEE float32 on CUDA while it lasts. PyTorch lets cuDNN's RNNs and convolutions compute in TF32 (a 10-bit
+    mantissa) by default: an exported LSTM encoder's embeddings on the GPU then differ from the CPU's by ~3e-4
+    (measured on an H200). Embeddings are what every evaluation measures: they are computed exactly."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 class Precision:
     """``train.precision`` of a trainer with its own loop: fp32; bf16 (autocast, no scaler); fp16 (autocast
     and a dynamic loss scaler). The weights, the optimiser and the checkpoints stay float32: autocast only

@@ -28,6 +28,7 @@ import torch.nn as nn
 
 from laser_repro.core.errors import UserError
 from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.device import exact_fp32
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -149,7 +150,7 @@ class SentenceEncoder:
         lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=n)
         if (lengths == 0).any():
             raise ValueError("empty token sequence (every sentence needs at least </s>)")
-        with torch.inference_mode():
+        with torch.inference_mode(), exact_fp32():  # no TF32 in cuDNN's LSTMs: the GPU's embeddings are the CPU's
             for batch in _length_sorted_batches(lengths, max_tokens, max_sentences):
                 blens = lengths[batch]
                 tokens = np.full((len(batch), int(blens.max())), self.padding_idx, dtype=np.int64)

@@ -18,6 +18,7 @@ Checkpoint loading (``weights_only=True`` with an allowlist of classes) is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import logging
 import os
@@ -565,6 +566,29 @@ class _NothingToTrain(Exception):
     """The loaded checkpoint is already at --max-update."""
 
 
+@contextlib.contextmanager
+def bf16_on_gpu():
+    """fairseq 0.12 takes ``--bf16`` for a TPU run (``options.parse_args_and_arch`` sets ``tpu``), and its
+    Trainer then asks torch_xla for a device: on a CUDA machine ``--bf16`` fails at start (seen on an H200).
+    While this lasts, ``--bf16`` without ``--tpu`` on the command line stays a CUDA run: the model in bfloat16
+    with fp32 master weights (fairseq's FP16Optimizer, no loss scaler), as its ``--fp16`` is in float16."""
+    from fairseq import options
+
+    original = options.parse_args_and_arch
+
+    def parse_args_and_arch(*args, **kwargs):
+        parsed = original(*args, **kwargs)
+        if getattr(parsed, "bf16", False) and torch.cuda.is_available() and "--tpu" not in sys.argv:
+            parsed.tpu = False
+        return parsed
+
+    options.parse_args_and_arch = parse_args_and_arch
+    try:
+        yield
+    finally:
+        options.parse_args_and_arch = original
+
+
 def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None, *,
           initial_checkpoint=None, monitor=None) -> dict:
     """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
@@ -642,7 +666,8 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     checkpoint_utils.load_checkpoint = load_checkpoint
     try:
         with checkpoint_globals_allowed():
-            fairseq_train.cli_main()
+            with bf16_on_gpu():
+                fairseq_train.cli_main()
     except _NothingToTrain:
         pass  # every rank loads the same checkpoint, so every rank stops here
     finally:

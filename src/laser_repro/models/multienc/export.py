@@ -23,6 +23,7 @@ import torch
 from laser_repro.core.errors import UserError
 from laser_repro.models import subword
 from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.device import exact_fp32
 from laser_repro.models.multienc.data import collate
 from laser_repro.models.multienc.model import Dictionary, build_encoder, embedding_dim
 from laser_repro.models.multienc.paths import TrainingPaths
@@ -95,8 +96,9 @@ class MultiencEncoder:
         encoded = [self.dictionary.encode(line) for line in bpe_lines]
         out = np.zeros((len(encoded), self.dim), dtype=np.float32)
         order = np.argsort([-len(tokens) for tokens in encoded], kind="stable")
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            tokens, lengths = collate([encoded[i] for i in rows])
-            out[rows] = self.encoders[lang](tokens.to(self.device), lengths).cpu().numpy()
+        with exact_fp32():  # no TF32 in cuDNN's LSTMs: the GPU's embeddings are the CPU's
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                tokens, lengths = collate([encoded[i] for i in rows])
+                out[rows] = self.encoders[lang](tokens.to(self.device), lengths).cpu().numpy()
         return out
