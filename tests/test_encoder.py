@@ -256,3 +256,24 @@ def test_truncated_training_checkpoint_is_named(tmp_path):
         fairseq_bridge.load_checkpoint(ckpt)
     with pytest.raises(FileNotFoundError):
         fairseq_bridge.load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_a_laser_encoder_names_its_codes_and_embed_refuses_others(tmp_path):
+    """Issue 24: LASER's export records the BPE codes (its checkpoint cannot: training reads binarized
+    data), and embed --codes refuses another codes file in one line."""
+    from laser_repro import cli
+
+    fake_training_checkpoint(tmp_path / "ckpt.pt")
+    (tmp_path / "codes").write_text("a b 5\nab c 3\n", encoding="utf-8")
+    (tmp_path / "other_codes").write_text("x y 5\n", encoding="utf-8")
+    (tmp_path / "raw.txt").write_text("abc def\n", encoding="utf-8")
+    assert cli.main(["export", "--checkpoint", str(tmp_path / "ckpt.pt"), "--codes", str(tmp_path / "codes"),
+                     "--output", str(tmp_path / "enc.pt")]) == 0
+    embed = ["embed", "--encoder", str(tmp_path / "enc.pt"), "--lang", "eng", "--input", str(tmp_path / "raw.txt"),
+             "--output", str(tmp_path / "e.npy")]
+    proc = subprocess.run([sys.executable, "-m", "laser_repro.cli", *embed, "--codes", str(tmp_path / "other_codes")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "are not the BPE codes encoder" in proc.stderr and str(tmp_path / "codes") in proc.stderr
+    assert not (tmp_path / "e.npy").exists()
+    assert cli.main([*embed, "--codes", str(tmp_path / "codes")]) == 0 and np.load(tmp_path / "e.npy").shape[0] == 1

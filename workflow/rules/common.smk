@@ -84,18 +84,30 @@ def gpu_resources(gpus, where):
                                           where=where)
 
 
+def one_node_gpu_layout(gpus, where, key, threads):
+    """`key` of the one-node SLURM layout of a per-model training job (multienc, LaBSE) on `gpus` GPUs
+    (`where`: its config key). Several nodes are LASER's only (fairseq's srun workers); a model asking for
+    more GPUs than a node has is an error naming its key."""
+    layout = gpu_resources(gpus, where)
+    if layout.get("mpi"):
+        raise ValueError(f"{where}: {gpus} GPUs exceed one node ({SITE_GPUS_PER_NODE} GPUs): this family "
+                         f"trains on one node")
+    return layout.get(key, {"nodes": 1, "gres": "", "cpus_per_task": threads}[key])
+
+
 def one_node_gpu_resource(gpus_of, key):
-    """A resource callable of a per-model training rule (multienc, LaBSE): `key` of the job's one-node
-    layout; `gpus_of(wildcards)` -> (GPUs, config key). Several nodes are LASER's only (fairseq's srun
-    workers); a model asking for more GPUs than a node has is an error naming its key."""
-    def resource(wildcards, threads):
-        gpus, where = gpus_of(wildcards)
-        layout = gpu_resources(gpus, where)
-        if layout.get("mpi"):
-            raise ValueError(f"{where}: {gpus} GPUs exceed one node ({SITE_GPUS_PER_NODE} GPUs): this family "
-                             f"trains on one node")
-        return layout.get(key, {"nodes": 1, "gres": "", "cpus_per_task": threads}[key])
-    return resource
+    """A resource callable of a per-model training rule: `key` of its one-node layout; `gpus_of(wildcards)`
+    -> (GPUs, config key)."""
+    return lambda wildcards, threads: one_node_gpu_layout(*gpus_of(wildcards), key, threads)
+
+
+def labse_pretrain_gpus(w):
+    name = PLAN.labse_pretrainings[w.pretraining]
+    return LABSE[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"
+
+
+def labse_train_gpus(w):
+    return LABSE[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"
 EVAL = CFG.get("evaluation", {})
 
 
@@ -495,7 +507,7 @@ def opus_url(w):
 
 
 def opus_pair_url_args(w):
-    """--pair-url for every configured pair of rule download_opus's OPUS corpus and version (quoted): with
+    """--pair-url for every configured pair of the OPUS corpus and version that download_opus fetches (quoted): with
     allow_absent_pairs, a missing zip is an absent pair only if another of them exists."""
     urls = []
     for b in PLAN.bitexts:

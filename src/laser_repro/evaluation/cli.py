@@ -66,7 +66,10 @@ def cmd_embed(a):
     header = registry.read_encoder_file(a.encoder)
     if header["family"] != "laser":
         return _embed_with_family(a, header)
-    # no check of --codes here: LASER's training reads binarized data only, its encoder files name no codes
+    if a.codes:  # the codes the export recorded (laser-repro export --codes); older files: a warning
+        from laser_repro.models import subword
+
+        subword.check_codes(a.encoder, header.get(subword.RECORD_KEY), a.codes)
     encoder = SentenceEncoder.load(a.encoder, device=resolve_device(a.device))
     applier = None
     if a.codes:

@@ -16,7 +16,21 @@ log = logging.getLogger("laser_repro")
 def cmd_export(a):
     from laser_repro.models import registry
 
-    log.info("exported %s", json.dumps(registry.get(a.family).export(a.checkpoint, a.output), default=str))
+    if a.codes:
+        # LASER trains on binarized data: its checkpoint cannot name the BPE codes, the export records them
+        # (multienc's checkpoints record their own; LaBSE and Bi-Sent2Vec carry their vocabulary)
+        if a.family != "laser":
+            raise SystemExit(f"export --codes: the {a.family} family records its subword model itself")
+        from laser_repro.models import subword
+        from laser_repro.models.laser.export import export_encoder
+
+        record = subword.codes_record(a.codes)
+        if record is None:
+            raise SystemExit(f"export --codes: no such file: {a.codes}")
+        summary = export_encoder(a.checkpoint, a.output, subword_model=record)
+    else:
+        summary = registry.get(a.family).export(a.checkpoint, a.output)
+    log.info("exported %s", json.dumps(summary, default=str))
 
 
 def add_cli(sub) -> None:
@@ -25,4 +39,6 @@ def add_cli(sub) -> None:
     s.add_argument("--checkpoint", required=True)
     s.add_argument("--output", required=True)
     s.add_argument("--family", choices=list(FAMILIES), default="laser")
+    s.add_argument("--codes", help="LASER: the BPE codes its training data was prepared with, recorded in the encoder "
+                                   "file (embed --codes then refuses other codes)")
     s.set_defaults(func=cmd_export)

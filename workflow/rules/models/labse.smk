@@ -28,15 +28,6 @@ rule labse_vocab:
                " --smoothing {wildcards.alpha:q} --output {output.tokenizer:q} --stats {output.stats:q}")
 
 
-def labse_pretrain_gpus(w):
-    name = PLAN.labse_pretrainings[w.pretraining]
-    return LABSE[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"
-
-
-def labse_train_gpus(w):
-    return LABSE[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"
-
-
 rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint initialises the dual encoders
     input:
         text=lambda w: labse_text(LABSE[PLAN.labse_pretrainings[w.pretraining]]["data"]),

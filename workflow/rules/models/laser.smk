@@ -71,9 +71,10 @@ rule laser_train:
                keys=["model", "train", "targets", "ablations", "flores_eval"])
 
 
-rule laser_export:
+rule laser_export:  # the encoder file names the BPE codes of its data (embed refuses others)
     input:
-        "results/{run}/models/{variant}/checkpoint_final.pt",
+        checkpoint="results/{run}/models/{variant}/checkpoint_final.pt",
+        codes="results/{run}/bpe/codes",
     output:
         "results/{run}/models/{variant}/encoder.pt",
     log:
@@ -81,12 +82,13 @@ rule laser_export:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro export --checkpoint {input:q} --output {output:q}")
+        logged("laser-repro export --checkpoint {input.checkpoint:q} --codes {input.codes:q} --output {output:q}")
 
 
 use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
     input:
-        "results/{run}/models/{variant}/checkpoint_init.pt",
+        checkpoint="results/{run}/models/{variant}/checkpoint_init.pt",
+        codes="results/{run}/bpe/codes",
     output:
         "results/{run}/models/{variant}/encoder_init.pt",
     log:

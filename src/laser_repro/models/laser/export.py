@@ -45,7 +45,7 @@ def encoder_state_from_checkpoint(state: dict) -> dict:
     return out
 
 
-def export_encoder(checkpoint_path, out_path) -> dict:
+def export_encoder(checkpoint_path, out_path, subword_model=None) -> dict:
     """Write the standalone encoder file for ``checkpoint_path`` to ``out_path`` (atomically).
 
     Returns ``{"params", "meta", "out_path", "num_parameters"}``."""
@@ -98,6 +98,10 @@ def export_encoder(checkpoint_path, out_path) -> dict:
         "lang_pairs": [str(x) for x in task_state.get("laser_lang_pairs", [])],
     }
     payload = {"params": params, "model": model_sd, "dictionary": dictionary, "meta": meta}
+    if subword_model is not None:  # the BPE codes of its data (laser_repro.models.subword): embed checks them
+        from laser_repro.models import subword
+
+        payload[subword.RECORD_KEY] = subword_model
 
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
