@@ -270,14 +270,15 @@ def test_paper_encoder_has_52_2m_parameters_with_lasers_vocabulary():
     assert expected - (LASER_VOCABULARY - 50_004) * 320 == 44_615_936
 
 
-def test_learning_from_an_empty_words_file_names_it(tmp_path):
+def test_learning_from_an_empty_words_file_names_it(tmp_path, capsys):
     words = tmp_path / "results" / "bpe" / "words"
     words.parent.mkdir(parents=True)
     words.write_bytes(b"")
-    with pytest.raises(InputError) as ei:
-        cli.main(["bpe-learn", "--words", str(words), "--merges", "10",
-                  "--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab")])
-    msg = str(ei.value)
-    assert msg.startswith(f"{words}: no words to learn BPE from") and "word-count file is empty" in msg
+    # a user's error: one line on stderr and exit status 1 (laser_repro.core.errors.UserError)
+    assert cli.main(["bpe-learn", "--words", str(words), "--merges", "10",
+                     "--codes", str(tmp_path / "codes"), "--vocab", str(tmp_path / "vocab")]) == 1
+    msg = capsys.readouterr().err.strip().splitlines()[-1]
+    assert msg.startswith(f"laser-repro bpe-learn: error: {words}: no words to learn BPE from")
+    assert "word-count file is empty" in msg
     assert "stats.json" in msg  # where to look: the extraction statistics of the bitexts
     assert not (tmp_path / "codes").exists() and not (tmp_path / "vocab").exists()
