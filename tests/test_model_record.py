@@ -14,6 +14,7 @@ import pytest
 from laser_repro.models.record import (ModelRecordMismatch, check_model_records, model_records_argument,
                                        write_model_record)
 from test_bisent2vec import settings as b2v_settings, write_pair
+from test_training_guard import alive
 
 LASER_REPRO = [sys.executable, "-m", "laser_repro.cli"]
 
@@ -96,14 +97,6 @@ def _wait_for(predicate, timeout=120.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _children(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
     return [int(p) for p in out]
@@ -129,9 +122,9 @@ def test_a_trainer_whose_job_shell_is_killed_stops_and_publishes_nothing(tmp_pat
         [trainer] = _children(shell.pid)
         os.kill(shell.pid, signal.SIGKILL)
         shell.wait()
-        _wait_for(lambda: not _alive(trainer), timeout=60, what="the orphaned trainer to stop")
+        _wait_for(lambda: not alive(trainer), timeout=60, what="the orphaned trainer to stop")
     finally:
-        os.killpg(shell.pid, signal.SIGKILL) if _alive(shell.pid) else None
+        os.killpg(shell.pid, signal.SIGKILL) if alive(shell.pid) else None
     log = (tmp_path / "train.log").read_text()
     assert "stop requested: saved checkpoint_last.pt" in log, log[-3000:]
     assert not (tmp_path / "m" / "checkpoint_final.pt").exists() and not (tmp_path / "m" / "model_record.json").exists()

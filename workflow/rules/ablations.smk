@@ -54,7 +54,7 @@ rule ablation_table:
     shell:
         logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
                " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}"
-               " --model-records {params.records}")
+               " --model-records {params.records:q}")
 
 
 rule ablations:

@@ -202,12 +202,15 @@ def model_record_file(name):
 
 
 def model_records_arg(names):
-    """A table's --model-records: each model's record and the settings the config gives it now, which the
-    table checks against each other (laser_repro.models.record). A wildcards-only param: recorded by
-    Snakemake, so a changed setting also reruns the table."""
+    """A table's --model-records as JSON, quoted where used: each model's record and the settings the config
+    gives it now, which the table checks against each other (laser_repro.models.record). A wildcards-only
+    param: recorded by Snakemake, so a changed setting also reruns the table."""
+    import json
+
     names = sorted(set(names))
-    return shell_quote_json({n: {"family": "laser" if LASER and n in VARIANTS else FAMILY_MODELS[n]["family"],
-                                 "record": model_record_file(n), "settings": model_train_settings(n)} for n in names})
+    return json.dumps({n: {"family": "laser" if LASER and n in VARIANTS else FAMILY_MODELS[n]["family"],
+                           "record": model_record_file(n), "settings": model_train_settings(n)} for n in names},
+                      sort_keys=True)
 
 
 def labse_tatoeba_languages():

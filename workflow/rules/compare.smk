@@ -30,4 +30,4 @@ rule compare_flores:
         logged("laser-repro compare-flores --laser {params.laser:q} --similarity {params.similarity:q}"
                " --models {params.models} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
-               " --model-records {params.records}")
+               " --model-records {params.records:q}")

@@ -112,9 +112,9 @@ class Estimate:
 
 
 def _profile(profile_dir: Optional[Path]) -> dict:
-    if profile_dir is None:
-        return {}
-    return yaml.safe_load((Path(profile_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+    from laser_repro.core.slurm import read_profile
+
+    return {} if profile_dir is None else read_profile(profile_dir)[1]
 
 
 def _laser_pairs(run_dir: Path, pairs) -> Optional[int]:

@@ -142,16 +142,9 @@ def _asks_for_gpus(resources: dict) -> str | None:
 def profile_gpu_rules(profile: str | os.PathLike) -> dict[str, str]:
     """Rule -> the resource that gives it GPUs, in a Snakemake profile (its directory or config.yaml);
     ``*``: every rule (default-resources)."""
-    import yaml
+    from laser_repro.core.slurm import read_profile
 
-    path = Path(profile)
-    path = path / "config.yaml" if path.is_dir() else path
-    try:
-        settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read the profile: {_error(err)}") from None
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: a profile is a YAML mapping")
+    path, settings = read_profile(profile)
     found = {}
     default = _asks_for_gpus(settings.get("default-resources") or {})
     if default:

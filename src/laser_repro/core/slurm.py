@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Optional
 
 #: the profile's global ``resources`` that describe the site's GPU nodes (no job requests them)
@@ -18,6 +19,22 @@ SITE_GPUS_PER_NODE = "site_gpus_per_node"
 SITE_CPUS_PER_GPU = "site_cpus_per_gpu"
 #: CPUs per GPU where the profile does not say (data loading, the launcher)
 DEFAULT_CPUS_PER_GPU = 8
+
+
+def read_profile(profile) -> tuple[Path, dict]:
+    """``(path, settings)`` of a Snakemake profile (its directory or its config.yaml); a ValueError naming
+    the file when it cannot be read or is not a YAML mapping."""
+    import yaml
+
+    path = Path(profile)
+    path = path / "config.yaml" if path.is_dir() else path
+    try:
+        settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: cannot read the profile: {type(err).__name__}: {err}") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{path}: a profile is a YAML mapping")
+    return path, settings
 
 
 def site_geometry(global_resources: Optional[Mapping]) -> tuple[Optional[int], int]:

@@ -54,18 +54,11 @@ def read_model_record(path) -> dict:
     return record
 
 
-def _flatten(data, prefix: str = "") -> dict:
-    if isinstance(data, Mapping):
-        out = {}
-        for key, value in data.items():
-            out.update(_flatten(value, f"{prefix}{key}."))
-        return out or {prefix.rstrip("."): {}}
-    return {prefix.rstrip("."): data}
-
-
 def setting_differences(recorded: Mapping, configured: Mapping) -> list[str]:
     """``key: recorded=... config=...`` for every dotted key whose values differ."""
-    a, b = _flatten(recorded), _flatten(configured)
+    from laser_repro.models.training_guard import flatten_settings
+
+    a, b = flatten_settings(recorded), flatten_settings(configured)
     return [f"{key}: record {json.dumps(a.get(key))}, config {json.dumps(b.get(key))}"
             for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
 

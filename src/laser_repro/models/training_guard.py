@@ -196,11 +196,12 @@ def fingerprint_digest(fingerprint: Mapping) -> str:
     return hashlib.sha256(canonical_json(fingerprint).encode("utf-8")).hexdigest()
 
 
-def _flatten(data, prefix="") -> dict:
+def flatten_settings(data, prefix="") -> dict:
+    """``{"a.b.c": value}`` of nested settings (an empty mapping stays a value)."""
     if isinstance(data, Mapping):
         out = {}
         for k, v in data.items():
-            out.update(_flatten(v, f"{prefix}{k}."))
+            out.update(flatten_settings(v, f"{prefix}{k}."))
         return out or {prefix[:-1]: {}}
     return {prefix[:-1]: data}
 
@@ -212,7 +213,7 @@ def fingerprint_differences(old: Optional[Mapping], new: Mapping) -> list[str]:
     out = []
     if old.get("version") != new.get("version"):
         out.append(f"fingerprint version {old.get('version')} -> {new.get('version')}")
-    a, b = _flatten(old.get("settings") or {}), _flatten(new.get("settings") or {})
+    a, b = flatten_settings(old.get("settings") or {}), flatten_settings(new.get("settings") or {})
     changed = [f"{k} ({json.dumps(a.get(k, '<unset>'))} -> {json.dumps(b.get(k, '<unset>'))})"
                for k in sorted(set(a) | set(b)) if a.get(k, "<unset>") != b.get(k, "<unset>")]
     if changed:

@@ -196,7 +196,7 @@ rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are confi
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro bisent2vec-tables --models {params.models} {params.baselines} --out-dir {params.out_dir:q}"
-               " --model-records {params.records}"
+               " --model-records {params.records:q}"
                " --run-name {wildcards.run:q}")
 
 

@@ -166,6 +166,6 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records}"
+        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records:q}"
                " --md {output.md:q}"
                " --csv {output.csv:q} --run-name {wildcards.run:q}")

@@ -56,4 +56,4 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
     shell:
         logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
                " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}"
-               " --model-records {params.records}")
+               " --model-records {params.records:q}")
