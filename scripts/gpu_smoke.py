@@ -334,15 +334,15 @@ def main(argv=None) -> int:
             else:
                 if cuda or precision == "fp32":  # fairseq's bf16 is for GPUs
                     check(f"laser.{precision}", laser_run, tmp / f"laser-{precision}", precision, device)
-        if True:  # on the CPU: gloo between CPU processes
-            # one update (the gradients are compared), no dropout (the ranks draw other masks), an uneven split
-            multienc_two = multienc_settings("fp32", max_update=1, batch_size=25)
-            multienc_two["model"]["dropout"] = 0.0
-            check("two_processes_one_gpu.multienc", two_processes_one_gpu, "multienc", data, tmp / "two-m",
-                  multienc_two, device)
-            labse_two = labse_settings(data, "fp32", max_update=1, batch_size=15)
-            labse_two["encoder"]["dropout"] = 0.0
-            check("two_processes_one_gpu.labse", two_processes_one_gpu, "labse", data, tmp / "two-l", labse_two, device)
+        # on the CPU: gloo between CPU processes; one update (the gradients are compared), no dropout (the ranks
+        # draw other masks), an uneven split
+        multienc_two = multienc_settings("fp32", max_update=1, batch_size=25)
+        multienc_two["model"]["dropout"] = 0.0
+        check("two_processes_one_gpu.multienc", two_processes_one_gpu, "multienc", data, tmp / "two-m",
+              multienc_two, device)
+        labse_two = labse_settings(data, "fp32", max_update=1, batch_size=15)
+        labse_two["encoder"]["dropout"] = 0.0
+        check("two_processes_one_gpu.labse", two_processes_one_gpu, "labse", data, tmp / "two-l", labse_two, device)
         for precision in ("fp32", "bf16"):
             for family in ("multienc", "labse"):
                 check(f"throughput.{family}.{precision}", throughput, family, tmp / f"t-{family}-{precision}",

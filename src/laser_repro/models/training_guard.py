@@ -477,9 +477,10 @@ def tee_to_attempt_log(save_dir) -> Path:
             chunk = os.read(read_end, 1 << 16)
             if not chunk:
                 break
-            for fd_write in (lambda b: os.write(original, b), out.write):
-                with contextlib.suppress(OSError):
-                    fd_write(chunk)
+            with contextlib.suppress(OSError):
+                os.write(original, chunk)
+            with contextlib.suppress(OSError):
+                out.write(chunk)
 
     os.dup2(write_end, 1)
     os.dup2(write_end, 2)
