@@ -56,7 +56,7 @@ def read_model_record(path) -> dict:
 
 def setting_differences(recorded: Mapping, configured: Mapping) -> list[str]:
     """``key: recorded=... config=...`` for every dotted key whose values differ."""
-    from laser_repro.models.training_guard import flatten_settings
+    from laser_repro.core.nested import flatten_settings
 
     a, b = flatten_settings(recorded), flatten_settings(configured)
     return [f"{key}: record {json.dumps(a.get(key))}, config {json.dumps(b.get(key))}"

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from laser_repro.config import planned_tokens_per_update, without_default_precision
+from laser_repro.core.nested import flatten_settings
 from laser_repro.core.textio import read_json, write_json
 
 log = logging.getLogger(__name__)
@@ -194,16 +195,6 @@ def canonical_json(data) -> str:
 
 def fingerprint_digest(fingerprint: Mapping) -> str:
     return hashlib.sha256(canonical_json(fingerprint).encode("utf-8")).hexdigest()
-
-
-def flatten_settings(data, prefix="") -> dict:
-    """``{"a.b.c": value}`` of nested settings (an empty mapping stays a value)."""
-    if isinstance(data, Mapping):
-        out = {}
-        for k, v in data.items():
-            out.update(flatten_settings(v, f"{prefix}{k}."))
-        return out or {prefix[:-1]: {}}
-    return {prefix[:-1]: data}
 
 
 def fingerprint_differences(old: Optional[Mapping], new: Mapping) -> list[str]:
