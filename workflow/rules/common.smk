@@ -4,6 +4,7 @@ import shlex
 import sys
 
 from laser_repro import config as run_config
+from laser_repro.config.plan import corpus_code
 from laser_repro.core import languages
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
 from laser_repro.evaluation import bucc, europarl
@@ -538,7 +539,7 @@ def download_label(url):
 def local_corpus_file(corpus, lang):
     """A language's file of a local N-way corpus: under data_root, or extracted from the download."""
     c = PLAN.corpora[corpus]
-    code = getattr(languages.get(lang), c["code_column"])
+    code = corpus_code(c, lang)
     if DATA_ROOT:
         path = c["path"].format(root=DATA_ROOT, code=code)
         if "download" in c:
@@ -562,9 +563,10 @@ def extract_inputs(w):
         files = {"zip": opus_zip(w.corpus, w.src, w.tgt)}
     elif c["layout"] == "nway":
         files = {"src_file": local_corpus_file(w.corpus, w.src), "tgt_file": local_corpus_file(w.corpus, w.tgt)}
-    else:
+    else:  # layout bitext: one pair of files per language pair
         root = DATA_ROOT or "resources"
-        files = {side: c["path"].format(root=root, src=w.src, tgt=w.tgt, side=lang)
+        src, tgt = corpus_code(c, w.src), corpus_code(c, w.tgt)
+        files = {side: c["path"].format(root=root, src=src, tgt=tgt, side=corpus_code(c, lang))
                  for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
     if c.get("exclude_tatoeba_test"):
         xx = w.src if w.src != "eng" else w.tgt

@@ -65,6 +65,13 @@ class Bitext:
         return f"{self.src}-{self.tgt}"
 
 
+def corpus_code(corpus: dict, lang: str) -> str:
+    """The code that names ``lang``'s files in a local corpus: the corpus's ``codes`` entry for it, else
+    its ``code_column`` column of languages.tsv ('' when that column has none)."""
+    override = (corpus.get("codes") or {}).get(lang)
+    return override or getattr(languages.get(lang), corpus.get("code_column", "flores"), "")
+
+
 def opus_download(corpus: dict, base_url: str | None = None) -> dict:
     """A local corpus whose ``download`` names an OPUS corpus and version, with that download's ``url`` and
     ``member`` filled in: the moses zip of its two languages (their ``code_column`` codes) below the OPUS
@@ -75,7 +82,7 @@ def opus_download(corpus: dict, base_url: str | None = None) -> dict:
     spec = corpus["download"]["opus"]
     if len(corpus["languages"]) != 2:
         raise ValueError(f"corpus {corpus['name']!r}: download.opus needs exactly two languages (an OPUS pair)")
-    codes = [getattr(languages.get(lang), corpus.get("code_column", "flores")) for lang in corpus["languages"]]
+    codes = [corpus_code(corpus, lang) for lang in corpus["languages"]]
     member = opus_moses_members(spec["corpus"], *codes)[0].removesuffix(f".{codes[0]}") + ".{code}"
     url = opus_moses_url(spec["corpus"], spec["version"], *codes, base_url=base_url or OPUS_BASE_URL)
     return {**corpus, "download": {**corpus["download"], "url": url, "member": member}}
@@ -309,9 +316,9 @@ class Plan:
         flores = self.flores_eval
         if not flores:
             return []
-        column = self.corpora[flores["corpus"]].get("code_column", "flores")
+        corpus = self.corpora[flores["corpus"]]
         if flores["languages"] == "registry":
-            codes = [code for code, lang in languages.all_languages().items() if getattr(lang, column, "")]
+            codes = [code for code in languages.all_languages() if corpus_code(corpus, code)]
         else:
             codes = list(flores["languages"])
         codes = [c for c in dict.fromkeys(codes) if c != "eng"]

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from laser_repro.config.plan import Plan, planned_tokens_per_update
+from laser_repro.config.plan import Plan, corpus_code, planned_tokens_per_update
 from laser_repro.core import languages
 from laser_repro.core.errors import UserError
 from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
@@ -31,7 +31,7 @@ SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "co
 MAX_ERRORS = 10  # schema violations listed in one error
 
 # Corpus keys of one kind only (a key of the other kind would be ignored: it is an error).
-CORPUS_KIND_KEYS = {"opus": ("corpus", "version", "codes", "sha256", "allow_absent_pairs"),
+CORPUS_KIND_KEYS = {"opus": ("corpus", "version", "sha256", "allow_absent_pairs"),
                     "local": ("layout", "path", "download", "code_column")}
 
 
@@ -311,15 +311,16 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         for code in corpus.get("codes", {}):
             if code not in corpus["languages"] and code not in (corpus.get("targets") or targets):
                 raise ConfigError(f"{source}: {where}.codes.{code}: not a language of this corpus "
-                                  f"(languages or targets); the OPUS code would never be used")
+                                  f"(languages or targets); the code would never be used")
         for i, code in enumerate(corpus.get("targets", [])):
             if code not in targets:
                 raise ConfigError(f"{source}: {where}.targets[{i}]: {code!r} is not one of the run targets {targets}")
-        if corpus["kind"] == "local" and corpus["layout"] == "nway":
+        if corpus["kind"] == "local":
             column = corpus.get("code_column", "flores")
-            for i, code in enumerate(list(corpus["languages"]) + list(targets)):
-                if not getattr(languages.get(code), column, ""):
-                    raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv")
+            for i, code in enumerate(list(corpus["languages"]) + list(corpus.get("targets") or targets)):
+                if not corpus_code(corpus, code):
+                    raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv "
+                                      f"(give it one in {where}.codes)")
         if corpus.get("first_n") and corpus.get("max_pairs"):
             raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
         download = corpus.get("download") or {}
@@ -392,7 +393,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         if isinstance(flores["languages"], list):
             for i, code in enumerate(flores["languages"]):
                 known(code, f"flores_eval.languages[{i}]")
-                if not getattr(languages.get(code), corpus.get("code_column", "flores"), ""):
+                if not corpus_code(corpus, code):
                     raise ConfigError(f"{source}: flores_eval.languages[{i}]: {code!r} has no FLORES code in languages.tsv")
         for i, code in enumerate(flores["curves"]["languages"]):
             if code not in corpus["languages"] or code == "eng":
