@@ -53,20 +53,41 @@ rule fairseq_dict:
         logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
 
 
+rule pair_dedup:  # preprocess.dedup_pairs: the first copy of each pair of a direction (laser_repro.data.dedup)
+    input:
+        src=lambda w: pair_tok_shards(w, w.src),
+        tgt=lambda w: pair_tok_shards(w, w.tgt),
+    output:
+        keep="results/{run}/bpe/keep/{src}-{tgt}.npy",
+        stats="results/{run}/bpe/keep/{src}-{tgt}.json",
+    log:
+        "results/{run}/logs/bpe/keep/{src}-{tgt}.log",
+    params:
+        block=CFG["preprocess"]["block_lines"],
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro pair-dedup --src-inputs {input.src:q} --tgt-inputs {input.tgt:q}"
+               " --block-lines {params.block:q} --keep {output.keep:q} --stats {output.stats:q}",
+               keys=["preprocess.block_lines"])
+
+
 rule bpe_apply:
     input:
-        codes="results/{run}/bpe/codes",
-        shards=pair_tok_shards,
+        unpack(bpe_apply_inputs),
     output:
         "results/{run}/bpe/train/{src}-{tgt}.{lang}",
     log:
         "results/{run}/logs/bpe/apply/{src}-{tgt}.{lang}.log",
     params:
         block=CFG["preprocess"]["block_lines"],
+        keep=lambda w, input: f"--keep {shlex.quote(input.keep)}" if "keep" in input.keys() else "",
+        dedup=CFG["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
     resources:
         mem_mb=1000,
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
-               " --block-lines {params.block:q} --inputs {input.shards:q}", keys=["preprocess.block_lines"])
+               " --block-lines {params.block:q} --inputs {input.shards:q} {params.keep}",
+               keys=["preprocess.block_lines", "preprocess.dedup_pairs"])

@@ -53,10 +53,17 @@ def all_tok_shards(wildcards=None):
     return [p for b in PLAN.bitexts for lang in (b.src, b.tgt) for p in tok_shards(b.corpus, b.src, b.tgt, lang)]
 
 
-def pair_tok_shards(wildcards):
-    """Tokenized shards of every corpus of one (src, tgt) direction, one side, in config order."""
+def pair_tok_shards(wildcards, lang=None):
+    """Tokenized shards of every corpus of one (src, tgt) direction, one side (default wildcards.lang), in config order."""
     return [p for b in PLAN.bitexts_of_pair(wildcards.src, wildcards.tgt)
-            for p in tok_shards(b.corpus, b.src, b.tgt, wildcards.lang)]
+            for p in tok_shards(b.corpus, b.src, b.tgt, lang or wildcards.lang)]
+
+
+def bpe_apply_inputs(w):
+    files = {"codes": f"{RUN}/bpe/codes", "shards": pair_tok_shards(w)}
+    if CFG["preprocess"]["dedup_pairs"]:
+        files["keep"] = f"{RUN}/bpe/keep/{w.src}-{w.tgt}.npy"
+    return files
 
 
 # ---- other model families: N-way data, multienc models, the comparison ---------------------------------

@@ -23,6 +23,7 @@ import yaml
 from laser_repro.config.plan import Plan, corpus_code, planned_tokens_per_update
 from laser_repro.core import languages
 from laser_repro.core.errors import UserError
+from laser_repro.data.corpora import EVALUATION_ONLY_SETS, evaluation_set_named
 from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
@@ -290,6 +291,21 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     return config
 
 
+def _corpus_sources(corpus: dict) -> list[tuple[str, str]]:
+    """(key path, value) of everything that names a corpus's files: path, download URLs, members, test sets."""
+    out = [("path", corpus["path"])] if corpus.get("path") else []
+    download = corpus.get("download") or {}
+    for key, value in download.items():
+        values = value if isinstance(value, list) else [value]
+        for i, v in enumerate(values):
+            parts = v.items() if isinstance(v, dict) else [(None, v)]
+            for sub, text in parts:
+                if isinstance(text, str):
+                    index = f"[{i}]" if isinstance(value, list) else ""
+                    out.append((f"download.{key}{index}" + (f".{sub}" if sub else ""), text))
+    return out
+
+
 def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
     def known(code: str, where: str) -> None:
         try:
@@ -321,6 +337,11 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                 if not corpus_code(corpus, code):
                     raise ConfigError(f"{source}: {where}: language {code!r} has no {column!r} code in languages.tsv "
                                       f"(give it one in {where}.codes)")
+        for key, text in _corpus_sources(corpus):
+            named = evaluation_set_named(text)
+            if named:
+                raise ConfigError(f"{source}: {where}.{key}: {text!r} is {named}, "
+                                  f"{EVALUATION_ONLY_SETS[named]}: never training text")
         if corpus.get("first_n") and corpus.get("max_pairs"):
             raise ConfigError(f"{source}: {where}: set first_n or max_pairs, not both")
         download = corpus.get("download") or {}

@@ -87,10 +87,15 @@ def cmd_bpe_apply(a):
     from laser_repro.core.textio import atomic_output
 
     applier = bpe.BpeApplier(a.codes)
+    lines = bpe.iter_input_lines(a.inputs, a.block_lines)
+    if a.keep:  # one copy of each pair of the direction (preprocess.dedup_pairs)
+        from laser_repro.data.dedup import kept_lines, read_keep_mask
+
+        lines = kept_lines(lines, read_keep_mask(a.keep), name=" + ".join(a.inputs))
 
     def write(out) -> int:
         written = 0
-        for encoded in applier.encode_stream(bpe.iter_input_lines(a.inputs, a.block_lines)):
+        for encoded in applier.encode_stream(lines):
             out.write(encoded + "\n")
             written += 1
         return written
@@ -102,6 +107,17 @@ def cmd_bpe_apply(a):
         with atomic_output(a.output) as out:
             written = write(out)
     log.info("%s: %d lines", a.output, written)
+
+
+def cmd_pair_dedup(a):
+    from laser_repro.data import bpe
+    from laser_repro.data.dedup import keep_mask, write_keep_mask
+
+    mask, stats = keep_mask(bpe.iter_input_lines(a.src_inputs, a.block_lines),
+                            bpe.iter_input_lines(a.tgt_inputs, a.block_lines),
+                            names=(" + ".join(a.src_inputs), " + ".join(a.tgt_inputs)))
+    write_keep_mask(mask, stats, a.keep, a.stats)
+    log.info("%s: %s", a.keep, stats)
 
 
 def cmd_binarize(a):
@@ -208,7 +224,16 @@ def add_cli(sub) -> None:
     s.add_argument("--inputs", nargs="+", required=True,
                    help="files, concatenated; shards (NAME.KKK-of-NNN) are read back in the original order; "
                         "'-': standard input")
+    s.add_argument("--keep", help="keep mask of pair-dedup (.npy): write only the lines it marks")
     s.set_defaults(func=cmd_bpe_apply)
+
+    s = sub.add_parser("pair-dedup", help="mark the first copy of each sentence pair of one direction")
+    s.add_argument("--src-inputs", nargs="+", required=True, help="source side, files or shards, concatenated")
+    s.add_argument("--tgt-inputs", nargs="+", required=True, help="target side, in the same order")
+    s.add_argument("--block-lines", type=int, default=10000, help="block size of sharded inputs")
+    s.add_argument("--keep", required=True, help="output: the keep mask (.npy, one boolean per pair)")
+    s.add_argument("--stats", required=True, help="output: pairs, kept, dropped_duplicate (JSON)")
+    s.set_defaults(func=cmd_pair_dedup)
 
     s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
     s.add_argument("--src", required=True)

@@ -62,6 +62,27 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+#: Evaluation sets that are never training text: a name in a training file's path, download member or
+#: test set -> what evaluates on it. newstest2012 is Table 7's "WMT" set (TACL 2019, section 5);
+#: sacrebleu calls it wmt12.
+EVALUATION_ONLY_SETS = {
+    "newstest2012": "the WMT similarity test set of the LASER paper (TACL 2019 Table 7; evaluation.wmt)",
+    "wmt12": "sacrebleu's name of newstest2012, the WMT similarity test set of the LASER paper (TACL 2019 Table 7)",
+}
+
+
+def evaluation_set_named(text: str) -> str | None:
+    """The evaluation-only set (:data:`EVALUATION_ONLY_SETS`) that ``text`` (a path, URL or member
+    template, a test-set name) names, or None. Matched as a whole name: ``newstest2012.de``, ``wmt12``,
+    ``.../wmt12/test.tgz``, not ``newstest20121`` or ``wmt121``."""
+    import re
+
+    for name in EVALUATION_ONLY_SETS:
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![0-9])", str(text)):
+            return name
+    return None
+
+
 class EmptyBitextError(CorpusError):
     """An extraction kept no sentence pair, and its corpus does not allow absent pairs."""
 
