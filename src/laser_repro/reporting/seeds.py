@@ -7,8 +7,8 @@ cell: a number that differs between seeds becomes a :class:`SeedMean` -- the mea
 ``mean ± sd (n=N)`` by any float format -- and a value equal in every seed (the paper's values, TF-IDF,
 sentence counts) stays as it is. Averages (over languages, pairs) are taken per seed before the merge, so
 their spread is that of the average. With one seed the rows are returned unchanged (byte-identical tables).
-CSV files keep each column (the mean where it varies) and get ``<column>_sd`` and ``<column>_n`` beside
-every column that varies (:func:`seed_columns`).
+CSV files keep each column (the mean where it varies) and get ``<column>_sd`` and ``<column>_n_seeds``
+beside every column that varies (:func:`seed_columns`).
 """
 from __future__ import annotations
 
@@ -110,12 +110,12 @@ def per_seed_specs(specs: Sequence[Mapping]) -> list[list[dict]]:
 
 def seed_columns(lines: Sequence[Mapping], fields: Sequence[str]) -> tuple[list[dict], list[str]]:
     """CSV lines and their fields with every :class:`SeedMean` as its mean and, beside each field that
-    holds one, ``<field>_sd`` and ``<field>_n`` (empty where the value is the same in every seed). Lines
+    holds one, ``<field>_sd`` and ``<field>_n_seeds`` (empty where the value is the same in every seed). Lines
     and fields unchanged when no value varies between seeds."""
     varying = [f for f in fields if any(isinstance(line.get(f), SeedMean) for line in lines)]
     if not varying:
         return [dict(line) for line in lines], list(fields)
-    out_fields = [name for f in fields for name in ((f, f"{f}_sd", f"{f}_n") if f in varying else (f,))]
+    out_fields = [name for f in fields for name in ((f, f"{f}_sd", f"{f}_n_seeds") if f in varying else (f,))]
     out = []
     for line in lines:
         row = dict(line)
@@ -123,7 +123,7 @@ def seed_columns(lines: Sequence[Mapping], fields: Sequence[str]) -> tuple[list[
             v = line.get(f)
             spread = isinstance(v, SeedMean)
             row[f] = float(v) if spread else v
-            row[f"{f}_sd"], row[f"{f}_n"] = (v.sd, v.n) if spread else (None, None)
+            row[f"{f}_sd"], row[f"{f}_n_seeds"] = (v.sd, v.n) if spread else (None, None)
         out.append(row)
     return out, out_fields
 
