@@ -369,6 +369,14 @@ def labse_un():
     return CFG.get("evaluation", {}).get("un") if LABSE else None
 
 
+def labse_result_files(name):
+    """A LaBSE model's result files in labse-table2's model spec."""
+    return {"tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
+            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
+            "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
+            "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
+
+
 def labse_targets():
     """What the main command builds for the LaBSE models: paper 003's Table 2 and the learning curves."""
     if not LABSE:

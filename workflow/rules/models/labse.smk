@@ -137,14 +137,6 @@ rule labse_un_tfidf:
                " --eng {input.eng:q} --output {output:q}")
 
 
-def labse_result_files(name):
-    """A LaBSE model's result files in labse-table2's model spec."""
-    return {"tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
-            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
-            "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
-            "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
-
-
 rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
     input:
         tatoeba=lambda w: [f"{RUN}/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
