@@ -35,8 +35,9 @@ rule metrics_summary:
 
 rule ablation_table:
     input:
-        metrics=lambda w: [row["metrics"] for row in table_rows(int(w.n)) if row["metrics"]],
-        records=lambda w: [model_record_file(row["model"]) for row in table_rows(int(w.n)) if row["metrics"]],
+        metrics=lambda w: [path for row in table_rows(int(w.n)) if row["metrics"] for path in
+                           [row["metrics"], *(r["metrics"] for r in row.get(SEED_REPLICATES, []))]],
+        records=lambda w: [model_record_file(name) for name in table_models(int(w.n))],
     output:
         md="results/tables/{run}/table{n}.md",
         csv=report("results/tables/{run}/table{n}.csv", category="Ablations", caption="../report/ablation.rst"),
@@ -48,7 +49,7 @@ rule ablation_table:
     params:
         rows=lambda w: shell_quote_json(table_rows(int(w.n))),
         missing=shell_quote_json(missing_tasks()),
-        records=lambda w: model_records_arg(row["model"] for row in table_rows(int(w.n)) if row["metrics"]),
+        records=lambda w: model_records_arg(table_models(int(w.n))),
     conda:
         "../envs/laser.yaml"
     shell:

@@ -7,6 +7,7 @@ from laser_repro import config as run_config
 from laser_repro.config.plan import corpus_code
 from laser_repro.core import languages
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
+from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 from laser_repro.evaluation import bucc, europarl
 from laser_repro.data import corpora
 
@@ -74,7 +75,24 @@ LABSE = PLAN.labse
 LABSE_TABLES = f"results/tables/{CFG['run_name']}/labse_2020"
 BISENT2VEC = PLAN.bisent2vec
 BISENT2VEC_TABLES = f"results/tables/{CFG['run_name']}/bisent2vec_2019"
-FAMILY_MODELS = PLAN.models  # every model of `models` (families other than LASER)
+FAMILY_MODELS = PLAN.models  # every model of `models` (families other than LASER), seed replicates included
+
+
+def tabled(models):
+    """The models a table has a row or column for: those of the config, not their seed replicates (config
+    `seeds`), which the table's cells average over."""
+    return PLAN.configured(models)
+
+
+def with_replicates(names):
+    """Models and their seed replicates (what a table reads and checks the records of)."""
+    return [r for name in names for r in PLAN.seed_replicates(name)]
+
+
+def seed_replicate_specs(name, spec_of):
+    """{seed_replicates: [spec_of(replicate) for each further seed]} of a table's model spec; {} with one seed."""
+    replicates = PLAN.seed_replicates(name)[1:]
+    return {SEED_REPLICATES: [spec_of(r) for r in replicates]} if replicates else {}
 
 
 # ---- GPUs of the training jobs: the count from the config, the layout from the site --------------------
@@ -146,7 +164,7 @@ def multienc_targets():
     if not MULTIENC:
         return []
     return [*expand(f"{MULTIENC_TABLES}/table{{n}}.{{ext}}", n=[1, 2, 3, 4], ext=["md", "csv"]),
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in MULTIENC]]
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in tabled(MULTIENC)]]
 
 
 def model_text_dir(w):
@@ -290,21 +308,27 @@ def _direction_files(name, kind, directions, encoder):
     return {f"{s}-{t}": f"{RUN}/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
 
 
+def bisent2vec_result_files(name):
+    """A Bi-Sent2Vec model's result files in the tables' model spec."""
+    words, sentences = bisent2vec_words_directions(name), bisent2vec_europarl_directions(name)
+    tatoeba = bool(PLAN.model_tatoeba_languages(name))
+    return {"words": _direction_files(name, "words", words, "encoder"),
+            "words_init": _direction_files(name, "words", words, "encoder_init"),
+            "sentences": _direction_files(name, "europarl", sentences, "encoder"),
+            "sentences_init": _direction_files(name, "europarl", sentences, "encoder_init"),
+            "similarity": f"{RUN}/models/{name}/similarity.json",
+            "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if tatoeba else None,
+            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if tatoeba else None}
+
+
 def bisent2vec_table_models():
-    """The models argument of bisent2vec-tables (every result file by model and direction)."""
+    """The models argument of bisent2vec-tables (every result file by model and direction, and by seed)."""
     out = []
-    for name, m in BISENT2VEC.items():
-        words, sentences = bisent2vec_words_directions(name), bisent2vec_europarl_directions(name)
-        tatoeba = bool(PLAN.model_tatoeba_languages(name))
+    for name in tabled(BISENT2VEC):
+        m = BISENT2VEC[name]
         out.append({"name": name, "description": m.get("description", name), "pair": list(m["pair"]),
-                    "ngrams": int(m["model"]["ngrams"]),
-                    "words": _direction_files(name, "words", words, "encoder"),
-                    "words_init": _direction_files(name, "words", words, "encoder_init"),
-                    "sentences": _direction_files(name, "europarl", sentences, "encoder"),
-                    "sentences_init": _direction_files(name, "europarl", sentences, "encoder_init"),
-                    "similarity": f"{RUN}/models/{name}/similarity.json",
-                    "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if tatoeba else None,
-                    "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if tatoeba else None})
+                    "ngrams": int(m["model"]["ngrams"]), **bisent2vec_result_files(name),
+                    **seed_replicate_specs(name, bisent2vec_result_files)})
     return out
 
 
@@ -321,7 +345,7 @@ def _baselines():
 
 
 def bisent2vec_table_inputs(w):
-    models = bisent2vec_table_models()
+    models = [bisent2vec_result_files(name) for name in BISENT2VEC]  # seed replicates included
     files = [p for m in models for key in ("words", "words_init", "sentences", "sentences_init") for p in m[key].values()]
     files += [m[key] for m in models for key in ("similarity", "tatoeba", "tatoeba_init") if m[key]]
     identical, tfidf = _baselines()
@@ -345,7 +369,7 @@ def bisent2vec_targets():
     if not BISENT2VEC:
         return []
     return [*[f"{BISENT2VEC_TABLES}/{t}.{ext}" for t in bisent2vec_tables() for ext in ("md", "csv")],
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in BISENT2VEC]]
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in tabled(BISENT2VEC)]]
 
 
 def labse_un():
@@ -353,12 +377,20 @@ def labse_un():
     return CFG.get("evaluation", {}).get("un") if LABSE else None
 
 
+def labse_result_files(name):
+    """A LaBSE model's result files in labse-table2's model spec."""
+    return {"tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
+            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
+            "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
+            "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
+
+
 def labse_targets():
     """What the main command builds for the LaBSE models: paper 003's Table 2 and the learning curves."""
     if not LABSE:
         return []
     return [*expand(f"{LABSE_TABLES}/table2.{{ext}}", ext=["md", "csv"]),
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in LABSE]]
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in tabled(LABSE)]]
 
 
 def compare_columns():
@@ -367,19 +399,26 @@ def compare_columns():
     paper reports a pair's numbers with that pair's model)."""
     out = {}
     for name, f in PLAN.compared_models.items():
+        # the score files of each seed (config `seeds`), this model's first
+        by_seed = [f"{RUN}/flores/{r}/scores.json" if f == "laser" else f"{RUN}/models/{r}/similarity.json"
+                   for r in PLAN.seed_replicates(name)]
         if f == "laser":
-            out[name] = {"family": f, "description": "LASER (this run's model section)",
-                         "scores": [f"{RUN}/flores/{name}/scores.json"]}
+            column = out[name] = {"family": f, "description": "LASER (this run's model section)", "scores": []}
         elif f == "bisent2vec":
             ngrams = FAMILY_MODELS[name]["model"]["ngrams"]
             label = "uni." if ngrams == 1 else "uni. + bi."
             column = out.setdefault(f"bisent2vec_{'uni' if ngrams == 1 else 'uni_bi'}", {
                 "family": f, "description": f"Bi-Sent2Vec {label}, one model per en-xx pair:", "scores": []})
             column["description"] += f" {name}"
-            column["scores"].append(f"{RUN}/models/{name}/similarity.json")
         else:
-            out[name] = {"family": f, "description": FAMILY_MODELS[name].get("description", name),
-                         "scores": [f"{RUN}/models/{name}/similarity.json"]}
+            column = out[name] = {"family": f, "description": FAMILY_MODELS[name].get("description", name),
+                                  "scores": []}
+        column["scores"].append(by_seed[0])
+        for k, path in enumerate(by_seed[1:]):
+            replicates = column.setdefault(SEED_REPLICATES, [])
+            if len(replicates) <= k:
+                replicates.append({"scores": []})
+            replicates[k]["scores"].append(path)
     return out
 
 

@@ -8,7 +8,8 @@ rule compare_flores:
         laser=lambda w: [p for c in compare_columns().values() if c["family"] == "laser" for p in c["scores"]],
         similarity=lambda w: [p for c in compare_columns().values() if c["family"] != "laser" for p in c["scores"]],
         tfidf=f"{RUN}/flores/tfidf.json",
-        records=lambda w: [model_record_file(name) for name in PLAN.compared_models],
+        replicates=lambda w: [p for c in compare_columns().values() for r in c.get(SEED_REPLICATES, []) for p in r["scores"]],
+        records=lambda w: [model_record_file(name) for name in with_replicates(PLAN.compared_models)],
     output:
         md="results/tables/{run}/compare_flores.md",
         csv=report("results/tables/{run}/compare_flores.csv", category="Similarity search", caption="../report/table.rst"),
@@ -18,12 +19,13 @@ rule compare_flores:
         laser=lambda w: [f"{n}={p}" for n, c in compare_columns().items() if c["family"] == "laser" for p in c["scores"]],
         similarity=lambda w: [f"{n}={p}" for n, c in compare_columns().items() if c["family"] != "laser"
                               for p in c["scores"]],
-        models=lambda w: shell_quote_json([{"name": n, "family": c["family"], "description": c["description"]}
+        models=lambda w: shell_quote_json([{"name": n, "family": c["family"], "description": c["description"],
+                                            **({SEED_REPLICATES: c[SEED_REPLICATES]} if SEED_REPLICATES in c else {})}
                                            for n, c in compare_columns().items()]),
         langs=lambda w: list(PLAN.flores_languages),
         heldout=lambda w: list(FLORES["heldout_lines"]),
         run=CFG["run_name"],
-        records=lambda w: model_records_arg(PLAN.compared_models),
+        records=lambda w: model_records_arg(with_replicates(PLAN.compared_models)),
     conda:
         "../envs/laser.yaml"
     shell:

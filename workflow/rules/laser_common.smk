@@ -25,8 +25,9 @@ def train_inputs(w):
 
 def train_settings(name):
     variant = VARIANTS[name]
+    train = CFG["train"] if variant.seed is None else {**CFG["train"], "seed": variant.seed}  # a seed replicate
     settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
-                "model": dict(variant.model), "train": CFG["train"]}
+                "model": dict(variant.model), "train": train}
     if FLORES:
         settings["curves"] = dict(FLORES["curves"])
     nli = PLAN.nli_settings(variant)
@@ -241,10 +242,18 @@ def table_rows(table):
                "note": ""}
         if buildable(r.variant.name):
             row["metrics"] = f"{METRICS}/{r.variant.name}.json"
+            replicates = PLAN.seed_replicates(r.variant.name)[1:]
+            if replicates:  # mean ± sd over the seeds (laser_repro.reporting.seeds)
+                row[SEED_REPLICATES] = [{"metrics": f"{METRICS}/{name}.json"} for name in replicates]
         else:
             row["note"] = f"not trained: the NLI multitask needs MultiNLI. {TASK_MISSING.get('xnli') or ''}".strip()
         rows.append(row)
     return rows
+
+
+def table_models(table):
+    """The trained models of an ablation table's rows, with their seed replicates."""
+    return [name for row in table_rows(table) if row["metrics"] for name in PLAN.seed_replicates(row["model"])]
 
 
 def missing_tasks():
@@ -265,4 +274,5 @@ def flores_targets():
     if not FLORES:
         return []
     return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
-            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in VARIANTS if buildable(name)]]
+            *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in PLAN.configured(VARIANTS)
+              if buildable(name)]]

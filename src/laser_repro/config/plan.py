@@ -6,7 +6,7 @@ Nothing here validates: :mod:`laser_repro.config.schema` does, before a :class:`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Mapping, NamedTuple
 
@@ -38,11 +38,18 @@ class Variant:
     model: tuple  # sorted (key, value) items of the model section
     pairs: tuple[tuple[str, str], ...]
     nli_weight: int = 0
+    seed: int | None = None  # a seed replicate's training seed (None: train.seed)
 
     @property
     def identity(self) -> tuple:
         """What training depends on: variants with equal identity are the same model."""
-        return (self.model, self.pairs, self.nli_weight)
+        return (self.model, self.pairs, self.nli_weight, self.seed)
+
+
+def replicate_name(name: str, seed: int) -> str:
+    """The name of the seed replicate of model ``name`` trained with ``seed`` (config `seeds`). Configured
+    names hold no '.' (schema), so a replicate's name never is one of them."""
+    return f"{name}.seed{seed}"
 
 
 class AblationRow(NamedTuple):
@@ -107,10 +114,51 @@ class Plan:
         """The config trains a LASER model (its top-level model section); otherwise only `models`."""
         return "model" in self.config
 
+    # -- seed replicates (config `seeds`) ----------------------------------------------------------------
+    @property
+    def seeds(self) -> list[int]:
+        """config `seeds`: the training seeds of every model's replicates ([]: one seed, the configured one)."""
+        return list(self.config.get("seeds") or [])
+
+    def replicate_seeds(self, configured: int) -> list[int]:
+        """The seeds a model whose configured seed is ``configured`` is trained with: that seed (the model
+        itself) first, then the other seeds of `seeds` when it lists two or more."""
+        if len(self.seeds) < 2:
+            return [configured]
+        return [configured, *(s for s in self.seeds if s != configured)]
+
+    def _replicates_of(self, name: str, configured: int) -> dict[str, int]:
+        return {replicate_name(name, s): s for s in self.replicate_seeds(configured)[1:]}
+
+    @cached_property
+    def replicate_of(self) -> dict[str, str]:
+        """Every seed replicate (a LASER variant's or a model's of `models`) -> the name of the model it
+        replicates (trained like it but for the seed)."""
+        out = {}
+        for name in self._configured_variants:
+            out.update(dict.fromkeys(self._replicates_of(name, self.config["train"]["seed"]), name))
+        for name, m in self.config.get("models", {}).items():
+            out.update(dict.fromkeys(self._replicates_of(name, m["train"]["seed"]), name))
+        return out
+
+    def seed_replicates(self, name: str) -> list[str]:
+        """A trained model's seed replicates in seed order, the model itself first ([name] with one seed)."""
+        return [name, *(r for r, of in self.replicate_of.items() if of == name)]
+
+    def configured(self, names) -> list[str]:
+        """``names`` without the seed replicates: the models a table has a row or column for."""
+        return [n for n in names if n not in self.replicate_of]
+
     @cached_property
     def models(self) -> dict[str, dict]:
-        """The models of the other families (`models`): name -> settings."""
-        return dict(self.config.get("models", {}))
+        """The models of the other families (`models`), each followed by its seed replicates (its settings
+        with another ``train.seed``): name -> settings."""
+        out = {}
+        for name, m in self.config.get("models", {}).items():
+            out[name] = m
+            for replicate, seed in self._replicates_of(name, m["train"]["seed"]).items():
+                out[replicate] = {**m, "train": {**m["train"], "seed": seed}}
+        return out
 
     @cached_property
     def nway_data(self) -> dict[str, dict]:
@@ -247,7 +295,7 @@ class Plan:
         if not (self.laser and flores and self.models):
             return {}
         out = {"base": "laser"}
-        for name, m in self.models.items():
+        for name, m in self.config["models"].items():
             data = self.nway_data[m["data"]]
             if data["corpus"] == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
                 out[name] = m["family"]
@@ -372,14 +420,23 @@ class Plan:
                 for ablation, variants in rows.items()}
 
     @cached_property
-    def variants(self) -> dict[str, Variant]:
-        """Every distinct LASER model to train: the base model first, then the ablation variants."""
+    def _configured_variants(self) -> dict[str, Variant]:
         if not self.laser:
             return {}
         out = {"base": self.base}
         for rows in self.ablation_rows.values():
             for row in rows:
                 out.setdefault(row.variant.name, row.variant)
+        return out
+
+    @cached_property
+    def variants(self) -> dict[str, Variant]:
+        """Every distinct LASER model to train: the base model first, then the ablation variants, then the
+        seed replicates of each (config `seeds`)."""
+        out = dict(self._configured_variants)
+        for name, variant in self._configured_variants.items():
+            for replicate, seed in self._replicates_of(name, self.config["train"]["seed"]).items():
+                out[replicate] = replace(variant, name=replicate, seed=seed)
         return out
 
     @cached_property

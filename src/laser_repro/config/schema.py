@@ -354,6 +354,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                 raise ConfigError(f"{source}: {where}.download.alternatives[{i}]: "
                                   f"{'one URL' if parts == 1 else f'a list of {parts} part URLs'} as download.url")
     _check_models(config, source, origin or Origin(), known)
+    _check_seeds(config, source, origin or Origin())
     if "model" not in config:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):
             raise ConfigError(f"{source}: flores_eval: scores the LASER model (the top-level model section), "
@@ -422,6 +423,21 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                                   f"language of corpus {corpus['name']!r} (its held-out lines are binarized)")
         if "eng" not in corpus["languages"] and "eng" not in config["targets"]:
             raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
+
+
+def _check_seeds(config: dict, source: str, origin: Origin) -> None:
+    """`seeds`, when it lists two or more: every model's configured seed is one of them (its replicate of
+    that seed is the model itself)."""
+    seeds = config.get("seeds") or []
+    if len(seeds) < 2:
+        return
+    configured = ([(["train", "seed"], config["train"]["seed"])] if "model" in config else [])
+    configured += [(["models", name, "train", "seed"], m["train"]["seed"]) for name, m in config.get("models", {}).items()]
+    for path, seed in configured:
+        if seed not in seeds:
+            raise ConfigError(f"{origin.locate(['seeds']) or source}: seeds: {seeds} does not list {_key_path(path)} "
+                              f"({seed}): list every model's configured seed (its replicate of that seed is the "
+                              f"model itself)")
 
 
 def _check_models(config: dict, source: str, origin: Origin, known) -> None:

@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 from laser_repro.reporting.tables import load_paper_tatoeba, mean, paper_values, read_paper_csv, write_table
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.reporting import seeds
 
 PAPER_ABLATIONS = "paper_tables5_7_ablations.csv"
 
@@ -239,6 +240,8 @@ def write_ablation_table(table: int, rows: list[dict], md, csv_path, *, run_name
         if r["note"] and r["status"] != "paper only":
             by_note.setdefault(r["note"], []).append(r["row"])
     notes += [f"- {', '.join(labels)}: {note}" for note, labels in by_note.items()]
+    if seeds.has_replicates(rows):
+        notes.append(seeds.NOTE)
     write_table(md, csv_path, title=f"Table {table}: {caption} ({run_name})",
                 intro=f"Each variant trained, exported and evaluated like the base model of run {run_name}; "
                       "ours beside the paper (TACL 2019), Δ = ours − paper.",
@@ -279,8 +282,9 @@ def plot_ablation(table: int, rows: list[dict], png, *, run_name: str) -> None:
         name, higher_better, _ = METRICS[key]
         for i, r in enumerate(rows):
             if r[key] is not None:
-                ax.bar(i, r[key], color="#4c72b0")
-                ax.annotate(f"{r[key]:.1f}", (i, r[key]), ha="center", va="bottom", fontsize=8)
+                sd = getattr(r[key], "sd", None)  # seed replicates: the sample sd as an error bar
+                ax.bar(i, r[key], color="#4c72b0", yerr=sd, capsize=3 if sd else 0)
+                ax.annotate(f"{float(r[key]):.1f}", (i, r[key]), ha="center", va="bottom", fontsize=8)
             elif r["status"] in ("paper only", "not trained"):
                 ax.annotate(r["status"].replace(" ", "\n"), (i, 0), ha="center", va="bottom", fontsize=7,
                             color="#666666")
@@ -323,7 +327,11 @@ def cmd_ablation_table(a) -> None:
     if not isinstance(missing, dict) or not set(missing) <= set(TASK_NAMES):
         raise SystemExit(f"ablation-table: --missing-tasks must be a JSON object with keys among "
                          f"{sorted(TASK_NAMES)}, got {a.missing_tasks!r}")
-    table_rows = ablation_rows(a.table, rows, missing)
+    try:  # once per seed (config `seeds`: each row's seed_replicates), then mean ± sd
+        table_rows = seeds.over_seeds([ablation_rows(a.table, seed_rows, missing)
+                                       for seed_rows in seeds.per_seed_specs(rows)])
+    except ValueError as err:
+        raise SystemExit(f"ablation-table: {err}") from None
     write_ablation_table(a.table, table_rows, a.md, a.csv, run_name=a.run_name, missing_tasks=missing)
     plot_ablation(a.table, table_rows, a.png, run_name=a.run_name)
 
@@ -351,7 +359,8 @@ def add_cli(sub) -> None:
     s.add_argument("--run-name", required=True)
     add_model_records_option(s)
     s.add_argument("--rows", required=True,
-                   help='JSON list of {"label", "variant", "model", "setting", "metrics": path or null, "note"}')
+                   help='JSON list of {"label", "variant", "model", "setting", "metrics": path or null, "note"} '
+                        '(optional "seed_replicates": [{"metrics": path}, ...], one per further seed)')
     s.add_argument("--missing-tasks", default="{}",
                    help='JSON {task: why it has no scores in this run}, tasks among ' + ", ".join(sorted(TASK_NAMES)))
     s.add_argument("--md", required=True)

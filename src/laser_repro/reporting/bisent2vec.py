@@ -76,6 +76,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.reporting import seeds
 from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
@@ -564,12 +565,15 @@ def write_table(table: int, rows: Sequence[Mapping], md_path, csv_path, run_name
     cells, the empty cells and why, our models; ``csv_path``: :func:`csv_lines`. Returns the paths."""
     rows = list(rows)
     md_path, csv_path = Path(md_path), Path(csv_path)
+    lines, fields = seeds.seed_columns(csv_lines(table, rows), CSV_FIELDS)
     with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in CSV_FIELDS} for line in csv_lines(table, rows))
+        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
     with atomic_output(md_path) as f:
         f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
+        if seeds.has_replicates(rows):
+            f.write(seeds.NOTE + "\n\n")
         f.write(f"## The paper's Table {table}\n\n")
         _md_paper_table(f, table)
         f.write("\n## Ours beside the paper\n\n" + _notes(table) + "\n\n")
@@ -763,14 +767,16 @@ def write_pairs(rows: Sequence[Mapping], md_path, csv_path, run_name: str, model
     rows, models = list(rows), list(models)
     cols = pairs_columns(models)
     md_path, csv_path = Path(md_path), Path(csv_path)
+    lines, fields = seeds.seed_columns(pairs_csv_lines(rows, cols), PAIRS_CSV_FIELDS)
     with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=PAIRS_CSV_FIELDS, lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in PAIRS_CSV_FIELDS}
-                         for line in pairs_csv_lines(rows, cols))
+        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
     headers = {c["column"]: c["header"] for c in cols}
     with atomic_output(md_path) as f:
         f.write(f"# {PAPER} — {PAIRS_TITLE}, run `{run_name}`\n\n" + _pairs_notes() + "\n\n")
+        if seeds.has_replicates(rows):
+            f.write(seeds.NOTE + "\n\n")
         f.write("| pair | " + " | ".join(c["header"] for c in cols) + " |\n")
         f.write("|---|" + "---:|" * len(cols) + "\n")
         for row in rows:
@@ -795,14 +801,16 @@ def _has_retrieval(m: Mapping) -> bool:
 
 def write_tables(models: Sequence[Mapping], out_dir, run_name: str, identical: Mapping | None = None,
                  tfidf: Mapping | None = None, tfidf_flores: Mapping | None = None,
-                 tfidf_tatoeba: Mapping | None = None) -> list[Path]:
+                 tfidf_tatoeba: Mapping | None = None, seed_models: Sequence[Sequence[Mapping]] = ()) -> list[Path]:
     """``table1.md/.csv``, ``table3.md/.csv``, ``table4.md/.csv`` in ``out_dir`` when some model has word
     or sentence results (MUSE / Europarl evaluated), ``pairs.md/.csv`` when some model has a similarity file;
     what is not written is said in the log; ValueError when neither. Every table's rows are built (and every
-    input, baselines included, checked) before the first file is written."""
+    input, baselines included, checked) before the first file is written. ``seed_models``: the same models'
+    results of every further seed (config `seeds`): each cell becomes mean ± sd over the seeds."""
     out_dir = Path(out_dir)
     models = list(models)
-    _check_models(models)
+    for ms in [models, *seed_models]:
+        _check_models(list(ms))
     _check_baseline(identical, "words", "identical-strings baseline")
     _check_baseline(tfidf, "sentences", "TF-IDF baseline")
     check_matrix(tfidf_flores, "TF-IDF FLORES matrix")
@@ -812,8 +820,10 @@ def write_tables(models: Sequence[Mapping], out_dir, run_name: str, identical: M
     if not retrieval and not similarity:
         raise ValueError("nothing to report: no model has word or sentence results (Tables 1, 3, 4) nor a "
                          "similarity file (pairs)")
-    built = {t: table_rows(t, models, identical, tfidf) for t in TABLES} if retrieval else {}
-    pairs = pairs_rows(models, tfidf_flores, tfidf_tatoeba) if similarity else None
+    by_seed = [models, *map(list, seed_models)]
+    built = ({t: seeds.over_seeds([table_rows(t, ms, identical, tfidf) for ms in by_seed]) for t in TABLES}
+             if retrieval else {})
+    pairs = seeds.over_seeds([pairs_rows(ms, tfidf_flores, tfidf_tatoeba) for ms in by_seed]) if similarity else None
     paths = []
     if retrieval:
         for t in TABLES:
@@ -891,13 +901,15 @@ def models_from_records(models: list[dict], spec) -> list[dict]:
 
 def cmd_tables(a):
     try:
-        models = models_from_records(load_models(models_argument(a.models)), a.model_records)
+        # one model list per seed (a model's seed_replicates: the result files of its further seeds)
+        by_seed = [models_from_records(load_models(specs), a.model_records)
+                   for specs in seeds.per_seed_specs(models_argument(a.models))]
         identical = parse_baseline(a.identical_strings, "words", "--identical-strings")
         tfidf = parse_baseline(a.tfidf, "sentences", "--tfidf")
         tfidf_flores = load_checked_json(a.tfidf_flores, check_matrix, "TF-IDF FLORES matrix")
         tfidf_tatoeba = load_checked_json(a.tfidf_tatoeba, check_tatoeba, "TF-IDF Tatoeba results")
-        paths = write_tables(models, a.out_dir, a.run_name, identical or None, tfidf or None, tfidf_flores,
-                             tfidf_tatoeba)
+        paths = write_tables(by_seed[0], a.out_dir, a.run_name, identical or None, tfidf or None, tfidf_flores,
+                             tfidf_tatoeba, seed_models=by_seed[1:])
     except (OSError, ValueError) as e:
         raise SystemExit(f"bisent2vec-tables: {e}") from e
     for path in paths:

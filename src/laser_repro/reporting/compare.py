@@ -15,6 +15,7 @@ from typing import Mapping, Sequence
 from laser_repro.core import languages
 from laser_repro.core.textio import atomic_output, read_json
 from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.reporting import seeds
 
 PIVOT = "eng"
 SPLIT = "heldout"
@@ -71,18 +72,20 @@ def _mean_row(rows: Sequence[dict], columns: Sequence[str]) -> dict:
 
 
 def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_path, *, run_name: str,
-                heldout: Sequence[int]) -> None:
-    """``models``: name -> {"family", "description"} in column order."""
+                heldout: Sequence[int], seed_rows: Sequence[list[dict]] = ()) -> None:
+    """``models``: name -> {"family", "description"} in column order. ``seed_rows``: the rows of every further
+    seed of the models (config `seeds`): each cell, the average row's too, becomes mean ± sd over the seeds."""
     columns = [c for name in models for c in (name, f"{name} init")] + ["TF-IDF"]
-    every = [_mean_row(rows, columns), *rows]
+    every = seeds.over_seeds([[_mean_row(r, columns), *r] for r in [rows, *seed_rows]])
+    fields = ["language", "system", "en_xx", "xx_en", "sentences"]
+    lines = [{"language": r["language"], "system": col, "en_xx": None if r.get(col) is None else r[col][0],
+              "xx_en": None if r.get(col) is None else r[col][1], "sentences": r.get("sentences", "")}
+             for r in every for col in columns]
+    lines, fields = seeds.seed_columns(lines, fields)
     with atomic_output(csv_path) as f:
         writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["language", "system", "en_xx", "xx_en", "sentences"])
-        for r in every:
-            for col in columns:
-                v = r.get(col)
-                writer.writerow([r["language"], col, "" if v is None else v[0], "" if v is None else v[1],
-                                 r.get("sentences", "")])
+        writer.writerow(fields)
+        writer.writerows([("" if line[k] is None else line[k]) for k in fields] for line in lines)
     fmt = lambda v: "–" if v is None else f"{v[0]:.1f} / {v[1]:.1f}"  # noqa: E731
     with atomic_output(md_path) as f:
         f.write(f"# Model families on the same data: FLORES-200 xsim against English, run `{run_name}`\n\n")
@@ -94,6 +97,8 @@ def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_pa
                 f"language (a fixed target of a 1:1 system, a pair without a Bi-Sent2Vec model).\n\n")
         for name, m in models.items():
             f.write(f"- **{name}** ({m['family']}): {m.get('description') or name}\n")
+        if seeds.has_replicates(every):
+            f.write(f"\n{seeds.NOTE}\n")
         f.write("\n| lang | name | " + " | ".join(columns) + " |\n")
         f.write("|---|---|" + "---:|" * len(columns) + "\n")
         for r in every:
@@ -138,18 +143,28 @@ def cmd_compare(a) -> None:
             check_model_records(a.model_records)
         except ValueError as err:
             raise SystemExit(f"compare-flores: {err}") from None
-    specs = {m["name"]: m for m in json.loads(a.models)}  # a list: the column order
+    listed = json.loads(a.models)  # a list: the column order
+    specs = {m["name"]: m for m in listed}
     files = {**_named(a.laser, "--laser"), **_named(a.similarity, "--similarity")}
     if set(files) != set(specs):
         raise SystemExit(f"compare-flores: --models names {sorted(specs)} but scores for {sorted(files)}")
-    models = {}
-    for name in specs:
-        if len(files[name]) > 1 and specs[name]["family"] == "laser":
-            raise SystemExit(f"compare-flores: --laser {name} given {len(files[name])} times")
-        scores = [read_json(path) for path in files[name]]
-        models[name] = (specs[name]["family"], scores[0] if len(scores) == 1 else merge_matrices(scores, files[name]))
-    rows = compare_rows(models, read_json(a.tfidf), a.langs)
-    write_table(rows, specs, a.md, a.csv, run_name=a.run_name, heldout=a.heldout)
+    tfidf = read_json(a.tfidf)
+    try:
+        per_seed = seeds.per_seed_specs(listed)  # the first seed's files: --laser / --similarity
+    except ValueError as err:
+        raise SystemExit(f"compare-flores: {err}") from None
+    seed_rows = []
+    for seed_specs in per_seed:
+        models = {}
+        for spec in seed_specs:
+            name, paths = spec["name"], spec.get("scores") or files[spec["name"]]
+            if len(paths) > 1 and spec["family"] == "laser":
+                raise SystemExit(f"compare-flores: --laser {name} given {len(paths)} times")
+            scores = [read_json(path) for path in paths]
+            models[name] = (spec["family"], scores[0] if len(scores) == 1 else merge_matrices(scores, paths))
+        seed_rows.append(compare_rows(models, tfidf, a.langs))
+    write_table(seed_rows[0], {n: {k: v for k, v in s.items() if k != seeds.REPLICATES} for n, s in specs.items()},
+                a.md, a.csv, run_name=a.run_name, heldout=a.heldout, seed_rows=seed_rows[1:])
 
 
 def add_cli(sub) -> None:
@@ -158,7 +173,8 @@ def add_cli(sub) -> None:
     s.add_argument("--similarity", nargs="*", default=[], metavar="NAME=JSON",
                    help="the similarity scores of a model of another family (multienc, labse, bisent2vec); "
                         "a NAME given several times is one column of per-pair models (Bi-Sent2Vec)")
-    s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order')
+    s.add_argument("--models", required=True, help='JSON [{"name", "family", "description"}, ...] in column order; '
+                   'a model\'s optional "seed_replicates": [{"scores": [JSON, ...]}, ...], one per further seed')
     add_model_records_option(s)
     s.add_argument("--tfidf", required=True, help="flores-tfidf scores of the same held-out lines")
     s.add_argument("--langs", nargs="+", required=True)

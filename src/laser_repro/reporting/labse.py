@@ -34,6 +34,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.reporting import seeds
 from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
 
 PAPER = "Feng et al. 2020 (LaBSE)"
@@ -300,10 +301,11 @@ def write_table2(rows: Sequence[Mapping], md_path, csv_path, run_name: str) -> l
     the notes on what differs; ``csv_path``: :func:`csv_lines`. Returns the written paths."""
     rows = list(rows)
     md_path, csv_path = Path(md_path), Path(csv_path)
+    lines, fields = seeds.seed_columns(csv_lines(rows), CSV_FIELDS)
     with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in CSV_FIELDS} for line in csv_lines(rows))
+        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
     with atomic_output(md_path) as f:
         f.write(f"# {PAPER}, Table 2 — UN (P@1) and Tatoeba (average accuracy), run `{run_name}`\n\n")
         f.write(_intro(run_name) + "\n\n")
@@ -311,6 +313,8 @@ def write_table2(rows: Sequence[Mapping], md_path, csv_path, run_name: str) -> l
         _md_paper_table(f)
         f.write("\n## Ours beside the paper\n\n")
         f.write(_notes(rows) + "\n\n")
+        if seeds.has_replicates(rows):
+            f.write(seeds.NOTE + "\n\n")
         if rows:
             _md_our_rows(f, rows)
             f.write("\nOur rows:\n\n" + _model_list(rows) + "\n")
@@ -345,8 +349,10 @@ def cmd_table2(a):
     try:
         if a.model_records is not None:
             check_model_records(a.model_records)
-        models = load_models(models_argument(a.models))
-        rows = table2_rows(models, load_results(a.tfidf_tatoeba, "tatoeba"), load_results(a.tfidf_un, "un"))
+        tfidf_tatoeba, tfidf_un = load_results(a.tfidf_tatoeba, "tatoeba"), load_results(a.tfidf_un, "un")
+        # once per seed (a model's seed_replicates: the result files of its further seeds), then mean ± sd
+        rows = seeds.over_seeds([table2_rows(load_models(specs), tfidf_tatoeba, tfidf_un)
+                                 for specs in seeds.per_seed_specs(models_argument(a.models))])
     except (OSError, ValueError) as e:
         raise SystemExit(f"labse-table2: {e}") from e
     for path in write_table2(rows, a.md, a.csv, a.run_name):

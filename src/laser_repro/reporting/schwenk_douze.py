@@ -25,6 +25,7 @@ from typing import Mapping, Sequence
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.evaluation.xsim import mean_over, pair_key
+from laser_repro.reporting import seeds
 from laser_repro.reporting.tables import fmt2
 
 PAPER = "Schwenk & Douze 2017"
@@ -275,24 +276,30 @@ def _write_md_matrix(f, cells: list[dict], results: Sequence[Mapping], tfidf) ->
             f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["tfidf"]) for c in row) + " |\n")
 
 
-def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, run_name: str) -> list[Path]:
+def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, run_name: str,
+                 seed_results: Sequence[Sequence[Mapping]] = ()) -> list[Path]:
     """``table1.md/.csv`` ... ``table4.md/.csv`` in ``out_dir``: every paper row of Schwenk & Douze 2017
     Tables 1-4, ours beside the rows our models claim (see the module docstring), the random-init and
-    TF-IDF baselines on the same sentences. Returns the written paths."""
+    TF-IDF baselines on the same sentences. ``seed_results``: the same models' results of every further
+    seed (config `seeds`): each cell becomes mean ± sd over the seeds. Returns the written paths."""
     results = list(results)
-    _check_results(results)
+    for r in [results, *seed_results]:
+        _check_results(r)
     out_dir = Path(out_dir)
     written = []
     for table in (1, 2, 3, 4):
-        cells = table_cells(table, results, tfidf)
+        cells = seeds.over_seeds([table_cells(table, r, tfidf) for r in [results, *seed_results]])
         csv_path, md_path = out_dir / f"table{table}.csv", out_dir / f"table{table}.md"
+        lines, fields = seeds.seed_columns(cells, CSV_FIELDS)
         with atomic_output(csv_path) as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
+            writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
-            writer.writerows({k: fmt2(c[k], missing="") for k in CSV_FIELDS} for c in cells)
+            writer.writerows({k: fmt2(c[k], missing="") for k in fields} for c in lines)
         with atomic_output(md_path) as f:
             f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
             f.write(_intro(table, results, tfidf, run_name) + "\n\n")
+            if seeds.has_replicates(cells):
+                f.write(seeds.NOTE + "\n\n")
             if table == 4:
                 _write_md_matrix(f, cells, results, tfidf)
             else:
@@ -320,14 +327,25 @@ def cmd_tables(a):
     if len(a.tfidf) > 1:
         raise SystemExit("multienc-tables: the models were validated on different sentences "
                          f"({', '.join(a.tfidf)}): one table compares models on the same N-way data")
-    results = []
-    for spec, path in zip(models, a.similarity):
-        scores = read_json(path)
-        results.append({"name": spec["name"], "description": spec.get("description") or spec["name"],
-                        "paper_rows": list(spec.get("paper_rows", [])),
-                        "similarity": scores["similarity"], "init": scores.get("init")})
+    try:  # the first seed's files: --similarity; a further seed's: each model's seed_replicates
+        per_seed = seeds.per_seed_specs([{"similarity": path, **spec} for spec, path in zip(models, a.similarity)])
+    except ValueError as err:
+        raise SystemExit(f"multienc-tables: {err}") from None
+    by_seed = []
+    for specs in per_seed:
+        results = []
+        for spec in specs:
+            scores = read_json(spec["similarity"])
+            results.append({"name": spec["name"], "description": spec.get("description") or spec["name"],
+                            "paper_rows": list(spec.get("paper_rows", [])),
+                            "similarity": scores["similarity"], "init": scores.get("init")})
+        by_seed.append(results)
     tfidf = read_json(a.tfidf[0]) if a.tfidf else None
-    for path in write_tables(results, tfidf, a.out_dir, run_name=a.run_name):
+    try:
+        paths = write_tables(by_seed[0], tfidf, a.out_dir, run_name=a.run_name, seed_results=by_seed[1:])
+    except ValueError as err:
+        raise SystemExit(f"multienc-tables: {err}") from None
+    for path in paths:
         print(path)
 
 
@@ -338,7 +356,8 @@ def add_cli(sub) -> None:
                    help="per model: {similarity, init} (laser-repro similarity)")
     add_model_records_option(s)
     s.add_argument("--models", required=True, metavar="JSON",
-                   help='[{"name", "description", "paper_rows"}, ...] in the order of --similarity')
+                   help='[{"name", "description", "paper_rows"}, ...] in the order of --similarity; a model\'s '
+                        'optional "seed_replicates": [{"similarity": JSON}, ...], one per further seed')
     s.add_argument("--tfidf", nargs="*", default=[], metavar="JSON", help="the TF-IDF baseline's similarity-error matrix")
     s.add_argument("--out-dir", required=True, help="writes table1.md/.csv ... table4.md/.csv")
     s.add_argument("--run-name", required=True)

@@ -10,6 +10,7 @@ from typing import Mapping
 
 from laser_repro.core import languages
 from laser_repro.core.textio import atomic_output
+from laser_repro.reporting.seeds import seed_columns
 
 PAPER_TABLE1 = "paper_table1.csv"
 PAPER_TABLE9 = "paper_table9_tatoeba_unseen.csv"
@@ -182,12 +183,14 @@ def write_tatoeba_table(rows: list[dict], md_path: Path | str, csv_path: Path | 
 # ---- evaluation tables (2, 3, 4, 8 and WMT similarity) ------------------------------------------------
 def write_table(md_path: Path | str, csv_path: Path | str, *, title: str, intro: str,
                 columns: list[tuple[str, str]], rows: list[dict], notes: list[str] = ()) -> None:
-    """One table as CSV (every key of the rows) and Markdown (`columns`: key, header)."""
+    """One table as CSV (every key of the rows; values over seeds as mean, sd, n: reporting.seeds) and
+    Markdown (`columns`: key, header)."""
     keys = list(dict.fromkeys(k for row in rows for k in row)) or [k for k, _ in columns]
+    csv_rows, keys = seed_columns(rows, keys)
     with atomic_output(csv_path) as f:
         writer = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: ("" if row.get(k) is None else row.get(k)) for k in keys} for row in rows)
+        writer.writerows({k: ("" if row.get(k) is None else row.get(k)) for k in keys} for row in csv_rows)
     with atomic_output(md_path) as f:
         f.write(f"# {title}\n\n{intro}\n\n")
         f.write("| " + " | ".join(h for _, h in columns) + " |\n")

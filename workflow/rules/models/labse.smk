@@ -153,13 +153,10 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
         "results/{run}/logs/labse_tables.log",
     params:
         models=lambda w: shell_quote_json([
-            {"name": name, "description": m.get("description", name), "paper_row": m["paper_row"],
-             "pretrained": m["pretrain"]["enabled"],
-             "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
-             "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
-             "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
-             "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
-            for name, m in LABSE.items()]),
+            {"name": name, "description": LABSE[name].get("description", name), "paper_row": LABSE[name]["paper_row"],
+             "pretrained": LABSE[name]["pretrain"]["enabled"], **labse_result_files(name),
+             **seed_replicate_specs(name, labse_result_files)}
+            for name in tabled(LABSE)]),
         tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
                                          *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
         records=lambda w: model_records_arg(LABSE),

@@ -39,7 +39,8 @@ rule multienc_train:
 
 rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the baselines
     input:
-        results=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in MULTIENC],
+        results=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in tabled(MULTIENC)],
+        replicates=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in MULTIENC if name not in tabled(MULTIENC)],
         tfidf=lambda w: sorted({f"{RUN}/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
         records=lambda w: [model_record_file(name) for name in MULTIENC],
     output:
@@ -48,8 +49,11 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         "results/{run}/logs/multienc_tables.log",
     params:
         out_dir=lambda w, output: os.path.dirname(output[0]),
-        models=lambda w: shell_quote_json([{"name": name, "description": m.get("description", name),
-                                            "paper_rows": list(m["paper_rows"])} for name, m in MULTIENC.items()]),
+        models=lambda w: shell_quote_json([{"name": name, "description": MULTIENC[name].get("description", name),
+                                            "paper_rows": list(MULTIENC[name]["paper_rows"]),
+                                            **seed_replicate_specs(name, lambda r: {
+                                                "similarity": f"{RUN}/models/{r}/similarity.json"})}
+                                           for name in tabled(MULTIENC)]),
         records=lambda w: model_records_arg(MULTIENC),
     conda:
         "../../envs/laser.yaml"
