@@ -60,8 +60,7 @@ def test_unknown_corpus_key_is_named_with_the_allowed_ones():
     assert "did you mean 'max_pairs'" in msg and "first_n" in msg  # the allowed keys
 
 
-@pytest.mark.parametrize("key, value", [("corpus", "Europarl"), ("codes", {"deu": "de"}),
-                                        ("allow_absent_pairs", True)])
+@pytest.mark.parametrize("key, value", [("corpus", "Europarl"), ("allow_absent_pairs", True)])  # codes: both kinds
 def test_opus_keys_on_a_local_corpus_are_rejected(key, value):
     cfg = toy()
     cfg["corpora"][0][key] = value

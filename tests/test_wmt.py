@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from eval_fixtures.wmt import make_test_set
 
+from laser_repro.data import sacrebleu_sets as sets
 from laser_repro.evaluation import wmt
 
 TEXTS = {
@@ -36,29 +37,29 @@ def unit(deg, norm=1.0):
 def test_sources_come_from_sacrebleu_definitions():
     from sacrebleu.dataset import DATASETS
 
-    (src,) = wmt.test_set_sources("wmt14")
+    (src,) = sets.test_set_sources("wmt14")
     assert (src.url, src.md5) == ("https://statmt.org/wmt14/test-filtered.tgz", "84c597844c1542e29c2aff23aaee4310")
     assert src.tarball == "wmt14.test-filtered.tgz" == DATASETS["wmt14"]._get_tarball_filename(src.url)
-    (full,) = wmt.test_set_sources("wmt14/full")
+    (full,) = sets.test_set_sources("wmt14/full")
     assert full.tarball == "wmt14_full.test-full.tgz" == DATASETS["wmt14/full"]._get_tarball_filename(full.url)
-    assert wmt.test_set_downloads("wmt14") == [(src.url, None)]
-    assert wmt.test_set_downloads("wmt14", {"test-filtered.tgz": "ab" * 32}) == [(src.url, "ab" * 32)]
-    with pytest.raises(wmt.WmtError, match="no test set 'wmt99'"):
-        wmt.test_set_sources("wmt99")
+    assert sets.test_set_downloads("wmt14") == [(src.url, None)]
+    assert sets.test_set_downloads("wmt14", {"test-filtered.tgz": "ab" * 32}) == [(src.url, "ab" * 32)]
+    with pytest.raises(sets.WmtError, match="no test set 'wmt99'"):
+        sets.test_set_sources("wmt99")
 
 
 def test_absent_language_is_reported_with_the_reason():
-    present, absent = wmt.language_pairs("wmt14", ["eng", "ces", "fra", "deu", "spa"])
+    present, absent = sets.language_pairs("wmt14", ["eng", "ces", "fra", "deu", "spa"])
     assert present == {"ces": ("cs-en", True), "fra": ("fr-en", True), "deu": ("de-en", True)}
     assert list(absent) == ["spa"] and "no es-en or en-es pair" in absent["spa"]
-    present, absent = wmt.language_pairs("wmt13", ["eng", "ces", "fra", "deu", "spa"])
+    present, absent = sets.language_pairs("wmt13", ["eng", "ces", "fra", "deu", "spa"])
     assert present["spa"] == ("es-en", True) and absent == {}
 
 
 # ---------------------------------------------------------------------------------- join
 
 def seg(doc, pos, en, xx, orig="en"):
-    return wmt.Segment((doc, pos), en, xx, orig)
+    return sets.Segment((doc, pos), en, xx, orig)
 
 
 def test_join_needs_same_document_position_and_identical_english():
@@ -68,7 +69,7 @@ def test_join_needs_same_document_position_and_identical_english():
     fr = [seg("d", 0, "Five.", "Cinq."), seg("a", 0, "One.", "Un."), seg("a", 1, "Two.", "Deux."),
           seg("b", 0, "Three!", "Trois."), seg("b", 1, "Four.", "Quatre."), seg("c", 0, "One.", "Un !"),
           seg("c", 1, "", "Vide."), seg("fr-only", 0, "Only in fr-en.", "Seulement fr.")]
-    rows, stats = wmt.join_on_english({"deu": de, "fra": fr})
+    rows, stats = sets.join_on_english({"deu": de, "fra": fr})
     # order of the first pair; pair-only documents and (b, 0) (English differs) are left out;
     # (c, 0) repeats "One." in English; (c, 1) is empty
     assert rows == [{"eng": "One.", "deu": "Eins.", "fra": "Un."},
@@ -79,7 +80,7 @@ def test_join_needs_same_document_position_and_identical_english():
                      "duplicates_removed": 1, "sentences": 4, "origlang": {"en": 4}}
 
     # text key: documents do not matter, but "One." (twice in each pair) is ambiguous; "" joins, is empty
-    rows, stats = wmt.join_on_english({"deu": de, "fra": fr}, key="text")
+    rows, stats = sets.join_on_english({"deu": de, "fra": fr}, key="text")
     assert rows == [{"eng": "Two.", "deu": "Zwei.", "fra": "Deux."},
                     {"eng": "Four.", "deu": "Vier.", "fra": "Quatre."},
                     {"eng": "Five.", "deu": "Fünf.", "fra": "Cinq."}]
@@ -110,7 +111,7 @@ def test_texts_from_fixture_archive_offline(tmp_path):
 
 def test_nway_test_set_with_spanish(tmp_path):
     fx = make_test_set(tmp_path / "test.tgz", TEXTS, test_set="wmt13", doc_size=3)
-    meta = wmt.build_texts("wmt13", [fx.path], ["eng", "spa", "ces", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
+    meta = sets.build_texts("wmt13", [fx.path], ["eng", "spa", "ces", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
     assert meta["sentences"] == 5 and meta["absent"] == {}
     assert (tmp_path / "out" / "spa.txt").read_text(encoding="utf-8").splitlines() == TEXTS["es"]
     with pytest.raises(ValueError, match="shared by several pairs"):
@@ -119,16 +120,16 @@ def test_nway_test_set_with_spanish(tmp_path):
 
 def test_archive_is_checked_against_sacrebleus_md5(tmp_path):
     fx = make_test_set(tmp_path / "test-filtered.tgz", {k: TEXTS[k] for k in ("en", "de")})
-    with pytest.raises(wmt.WmtError, match="84c597844c1542e29c2aff23aaee4310"):
-        wmt.build_texts("wmt14", [fx.path], ["eng", "deu"], tmp_path / "out")
+    with pytest.raises(sets.WmtError, match="84c597844c1542e29c2aff23aaee4310"):
+        sets.build_texts("wmt14", [fx.path], ["eng", "deu"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
 def test_no_shared_segment_is_an_error(tmp_path):
     fx = make_test_set(tmp_path / "test-filtered.tgz", {"en": [], "de": [], "fr": []},
                        pair_only={"de": [("A.", "A-de.")], "fr": [("B.", "B-fr.")]})
-    with pytest.raises(wmt.WmtError, match="no segment is shared.*wmt12 or wmt13"):
-        wmt.build_texts("wmt14", [fx.path], ["eng", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
+    with pytest.raises(sets.WmtError, match="no segment is shared.*wmt12 or wmt13"):
+        sets.build_texts("wmt14", [fx.path], ["eng", "deu", "fra"], tmp_path / "out", md5=[fx.md5])
 
 
 # ---------------------------------------------------------------------------------- similarity
@@ -164,5 +165,5 @@ def test_similarity_error_by_hand(tmp_path):
     assert res["average_error"] == pytest.approx(100 / 9)
     assert res["absent"] == {"spa": "not in wmt14"} and res["test_set"] == "wmt14"
 
-    with pytest.raises(wmt.WmtError, match="not row-aligned"):
+    with pytest.raises(sets.WmtError, match="not row-aligned"):
         wmt.similarity_errors({"eng": eng, "fra": fra[:2]})

@@ -6,6 +6,9 @@ archive written here has exactly those members, in WMT's "fake SGML": ``<srcset>
 ``<doc docid=... origlang=...>``, ``<p>``, one ``<seg id=...>`` per line. Only the pairs whose two
 languages are given get files; sacrebleu reads only the files of the pairs it is asked for.
 
+From WMT21 on (sacrebleu's ``WMTXMLDataset``) a pair is one XML file (``test/newstest2021.en-de.xml``)
+with the source and each translator's reference of every document.
+
 File names fix the languages a test set can hold: wmt14 has cs, de, fr, hi and ru with en (no es);
 wmt13 (N-way newstest2013) has cs, de, es, fr and ru. To test with other toy languages, put their
 sentences under one of those codes, e.g. ``{"en": eng, "es": spa, "de": deu, "cs": ell, "fr": cmn}``
@@ -28,6 +31,7 @@ import tarfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,24 @@ def _sgm(kind: str, setid: str, lang: str, docs: Sequence[tuple[str, str, Sequen
     return "\n".join(lines) + "\n"
 
 
+def _xml(setid: str, src_lang: str, trg_lang: str, docs_src, docs_ref, translators: Sequence[str]) -> str:
+    """One WMT21-style XML file of a pair (sacrebleu's ``WMTXMLDataset``): per document its ``<src>`` and
+    one ``<ref translator=...>`` per translator, in the order given; a translator other than ``A`` writes
+    ``<name>: `` before each segment, so that a test sees which reference was read."""
+    lines = [f'<dataset id="{setid}">', '<collection id="general">']
+    for (docid, origlang, src_segs), (_, _, ref_segs) in zip(docs_src, docs_ref):
+        lines.append(f'<doc id="{docid}" origlang="{origlang}">')
+        lines += [f'<src lang="{src_lang}">', "<p>", *(f'<seg id="{i}">{escape(seg)}</seg>' for i, seg in
+                                                       enumerate(src_segs, start=1)), "</p>", "</src>"]
+        for translator in translators:
+            mark = "" if translator == "A" else f"{translator}: "
+            lines += [f'<ref lang="{trg_lang}" translator="{translator}">', "<p>",
+                      *(f'<seg id="{i}">{escape(mark + seg)}</seg>' for i, seg in enumerate(ref_segs, start=1)), "</p>", "</ref>"]
+        lines.append("</doc>")
+    lines += ["</collection>", "</dataset>"]
+    return "\n".join(lines) + "\n"
+
+
 def _documents(texts: Mapping[str, Sequence[str]], lang: str, xx: str, doc_size: int,
                pair_only: Mapping[str, Sequence[tuple[str, str]]]) -> list[tuple[str, str, list[str]]]:
     """Documents of one pair (xx with en) in language ``lang``: the pair's own segments first (as in
@@ -75,13 +97,14 @@ def _documents(texts: Mapping[str, Sequence[str]], lang: str, xx: str, doc_size:
 
 
 def make_test_set(path: Path | str, texts: Mapping[str, Sequence[str]], *, test_set: str = "wmt14",
-                  doc_size: int = 2, pair_only: Mapping[str, Sequence[tuple[str, str]]] | None = None
-                  ) -> FixtureArchive:
+                  doc_size: int = 2, pair_only: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+                  translators: Sequence[str] = ("A",)) -> FixtureArchive:
     """Write a deterministic .tgz standing in for ``test_set``'s archive.
 
     ``texts``: aligned sentences per sacrebleu language code ('en' required), shared by every pair
     as English-origin documents of ``doc_size`` segments. ``pair_only``: per code, extra ``(en, xx)``
     segments that only that pair has (its own documents), to mimic test sets that are not N-way.
+    ``translators``: the references of each segment in the XML of WMT21 on (see :func:`_xml`).
     """
     from sacrebleu.dataset import DATASETS
 
@@ -102,6 +125,11 @@ def make_test_set(path: Path | str, texts: Mapping[str, Sequence[str]], *, test_
             continue
         xx = trg_lang if src_lang == "en" else src_lang
         langpairs.append(langpair)
+        if type(ds).__name__ == "WMTXMLDataset":  # one file holds both sides
+            setid = os.path.basename(paths[0]).split(".")[0]
+            files[paths[0]] = _xml(setid, src_lang, trg_lang, _documents(texts, src_lang, xx, doc_size, pair_only),
+                                   _documents(texts, trg_lang, xx, doc_size, pair_only), translators)
+            continue
         for member, lang in zip(paths, (src_lang, trg_lang)):
             kind = "ref" if "-ref." in os.path.basename(member) else "src"
             setid = os.path.basename(member).split("-")[0]

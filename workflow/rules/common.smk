@@ -4,7 +4,7 @@ import shlex
 import sys
 
 from laser_repro import config as run_config
-from laser_repro.config.plan import corpus_code
+from laser_repro.config.plan import corpus_bitexts, corpus_code, local_languages, sacrebleu_langpair
 from laser_repro.core import languages
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
@@ -573,8 +573,9 @@ def fetch_urls(urls):
     return " ".join([f"--url {shlex.quote(urls[0])}", *(f"--alternative {shlex.quote(u)}" for u in urls[1:])])
 
 
-SINGLE_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and not PLAN.archive_parts(n)]
-PARTED_ARCHIVES = [n for n, c in PLAN.corpora.items() if "download" in c and PLAN.archive_parts(n)]
+ARCHIVE_CORPORA = [n for n, c in PLAN.corpora.items() if "download" in c and n not in PLAN.sacrebleu_corpora]
+SINGLE_ARCHIVES = [n for n in ARCHIVE_CORPORA if not PLAN.archive_parts(n)]
+PARTED_ARCHIVES = [n for n in ARCHIVE_CORPORA if PLAN.archive_parts(n)]
 
 
 def download_label(url):
@@ -582,18 +583,47 @@ def download_label(url):
     return url if isinstance(url, str) else " + ".join(url)
 
 
-def local_corpus_file(corpus, lang):
-    """A language's file of a local N-way corpus: under data_root, or extracted from the download."""
+def downloaded_file(corpus, lang, bitext=None):
+    """Where a local corpus's file is written when data_root is null: resources/<corpus>/<code> (layout
+    nway: the language's code in the corpus, as the archive members), resources/<corpus>/<src>-<tgt>.<lang>
+    (layout bitext, `bitext` = (src, tgt): converted from its sacrebleu test set)."""
+    if bitext is None:
+        return f"resources/{corpus}/{corpus_code(PLAN.corpora[corpus], lang)}"
+    return f"resources/{corpus}/{bitext[0]}-{bitext[1]}.{lang}"
+
+
+def local_corpus_file(corpus, lang, bitext=None):
+    """A language's file of a local corpus (layout bitext: of the bitext `bitext` = (src, tgt)): under
+    data_root, or from the download (an archive's member, a sacrebleu test set converted to text)."""
     c = PLAN.corpora[corpus]
-    code = corpus_code(c, lang)
+    download = c.get("download", {})
     if DATA_ROOT:
-        path = c["path"].format(root=DATA_ROOT, code=code)
-        if "download" in c:
-            raw(path, f"{download_label(c['download']['url'])}#{c['download']['member'].format(code=code)}")
+        code = corpus_code(c, lang)
+        if bitext is None:
+            path = c["path"].format(root=DATA_ROOT, code=code)
+        else:
+            path = c["path"].format(root=DATA_ROOT, src=corpus_code(c, bitext[0]), tgt=corpus_code(c, bitext[1]),
+                                    side=code)
+        if "sacrebleu" in download:
+            raw(path, PLAN.sacrebleu_source(corpus, lang, bitext))
+        elif "url" in download:
+            raw(path, f"{download_label(download['url'])}#{download['member'].format(code=code)}")
         return path
-    if "download" not in c:
-        raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no download section")
-    return f"resources/{corpus}/{code}"
+    if not download or (bitext is not None and "sacrebleu" not in download):
+        need = "download section" if bitext is None else "download.sacrebleu section (layout bitext)"
+        raise ValueError(f"corpora: {corpus}: data_root is null and the corpus has no {need}")
+    return downloaded_file(corpus, lang, bitext)
+
+
+def sacrebleu_conversion(corpus):
+    """(argument, file) of every file a sacrebleu corpus's conversion writes (`laser-repro sacrebleu-corpus`
+    --nway-file LANG / --pair-file LANGPAIR LANG, then the file): those local_corpus_file names when
+    data_root is null."""
+    c = PLAN.corpora[corpus]
+    if c["layout"] == "nway":
+        return [(["--nway-file", lang], downloaded_file(corpus, lang)) for lang in local_languages(c, PLAN.targets)]
+    return [(["--pair-file", sacrebleu_langpair(c, b.src, b.tgt), lang], downloaded_file(corpus, lang, (b.src, b.tgt)))
+            for b in corpus_bitexts(c, PLAN.targets) for lang in (b.src, b.tgt)]
 
 
 def tatoeba_test_file(lang, side):
@@ -610,9 +640,7 @@ def extract_inputs(w):
     elif c["layout"] == "nway":
         files = {"src_file": local_corpus_file(w.corpus, w.src), "tgt_file": local_corpus_file(w.corpus, w.tgt)}
     else:  # layout bitext: one pair of files per language pair
-        root = DATA_ROOT or "resources"
-        src, tgt = corpus_code(c, w.src), corpus_code(c, w.tgt)
-        files = {side: c["path"].format(root=root, src=src, tgt=tgt, side=corpus_code(c, lang))
+        files = {side: local_corpus_file(w.corpus, lang, (w.src, w.tgt))
                  for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
     if c.get("exclude_tatoeba_test"):
         xx = w.src if w.src != "eng" else w.tgt

@@ -1,4 +1,4 @@
-# Stage 1: corpora. Downloads (OPUS zips, the FLORES-200 tarball, Tatoeba test files) and extraction
+# Stage 1: corpora. Downloads (OPUS zips, the FLORES-200 tarball, WMT test sets, Tatoeba test files) and extraction
 # of one aligned bitext per (corpus, source, target), with the paper's caps and counted filters.
 
 
@@ -100,6 +100,7 @@ rule extract_archive_member:
     log:
         "resources/logs/{corpus}/{code}.log",
     wildcard_constraints:
+        corpus=alternatives(ARCHIVE_CORPORA),
         code="(?!archive\\.)[A-Za-z0-9][A-Za-z0-9._-]*",  # FLORES eng_Latn, UN en (not archive.*)
     params:
         member=lambda w: PLAN.corpora[w.corpus]["download"]["member"].format(code=w.code),
@@ -107,6 +108,53 @@ rule extract_archive_member:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
+
+
+rule download_sacrebleu:  # a WMT test set's archive (sacrebleu's URL), once for all corpora of the test set
+    output:
+        "resources/sacrebleu/{tarball}",
+    log:
+        "resources/logs/sacrebleu/{tarball}.log",
+    wildcard_constraints:
+        tarball=alternatives(PLAN.sacrebleu_archives),
+    params:
+        urls=lambda w: fetch_urls([PLAN.sacrebleu_archives[w.tarball]["url"],
+                                   *PLAN.sacrebleu_archives[w.tarball]["alternatives"]]),
+        retries=CFG["opus"]["retries"],
+        deadline=CFG["opus"]["deadline_s"],
+        sources=downloaded_from(lambda w: PLAN.sacrebleu_archives[w.tarball]["url"]),
+    resources:
+        downloads=1,
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
+               " --deadline {params.deadline:q}", keys=["corpora"], sources=True)
+
+
+# A sacrebleu corpus's text files, one job per corpus (its outputs are config: one rule each). sacrebleu
+# turns the SGML/XML into text offline; the md5 of the archive is sacrebleu's (checked there).
+for _corpus in PLAN.sacrebleu_corpora:
+
+    rule:
+        name:
+            f"sacrebleu_corpus_{_corpus}"
+        input:
+            [f"resources/sacrebleu/{t}" for t in PLAN.sacrebleu_tarballs(_corpus)],
+        output:
+            files=[path for _, path in sacrebleu_conversion(_corpus)],
+            meta=f"resources/{_corpus}/sacrebleu.json",
+        log:
+            f"resources/logs/{_corpus}/sacrebleu.log",
+        params:
+            test_set=PLAN.corpora[_corpus]["download"]["sacrebleu"]["test_set"],
+            tarballs=lambda w, input: " ".join(f"--tarball {shlex.quote(t)}" for t in input),
+            files=" ".join(shlex.join([*arg, path]) for arg, path in sacrebleu_conversion(_corpus)),
+        conda:
+            "../envs/laser.yaml"
+        shell:
+            logged("laser-repro sacrebleu-corpus --test-set {params.test_set:q} {params.tarballs} {params.files}"
+                   " --meta {output.meta:q}", keys=["corpora"])
 
 
 rule download_tatoeba_test:
@@ -150,4 +198,4 @@ rule extract_bitext:
                keys=["corpora", "filters"], sources=True)
 
 
-localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_tatoeba_test, extract_archive_member
+localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_sacrebleu, download_tatoeba_test, extract_archive_member

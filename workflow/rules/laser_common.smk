@@ -134,19 +134,19 @@ def mldoc_file(lang, split):
 
 
 def wmt_archives():
-    from laser_repro.evaluation import wmt
+    from laser_repro.data import sacrebleu_sets
 
     cfg = EVAL["wmt"]
     return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
-            for url, sha256 in wmt.test_set_downloads(cfg["test_set"], cfg["sha256"])]
+            for url, sha256 in sacrebleu_sets.test_set_downloads(cfg["test_set"], cfg["sha256"])]
 
 
 def wmt_languages():
     """English and the configured languages the test set pairs with it (others: absent in its table)."""
-    from laser_repro.evaluation import wmt
+    from laser_repro.data import sacrebleu_sets
 
     cfg = EVAL["wmt"]
-    present, _ = wmt.language_pairs(cfg["test_set"], cfg["languages"])
+    present, _ = sacrebleu_sets.language_pairs(cfg["test_set"], cfg["languages"])
     return [code for code in cfg["languages"] if code == "eng" or code in present]
 
 

@@ -95,6 +95,28 @@ def opus_download(corpus: dict, base_url: str | None = None) -> dict:
     return {**corpus, "download": {**corpus["download"], "url": url, "member": member}}
 
 
+def corpus_bitexts(corpus: dict, run_targets) -> list[Bitext]:
+    """A corpus's bitexts: each of its languages with each of its targets (default ``run_targets``)
+    that is not itself (no auto-encoding: paper, footnote 2)."""
+    targets = corpus.get("targets") or run_targets
+    return [Bitext(corpus["name"], src, tgt) for src in corpus["languages"] for tgt in targets if src != tgt]
+
+
+def local_languages(corpus: dict, run_targets) -> list[str]:
+    """The languages whose files a local corpus has: its languages, then its targets (default ``run_targets``)."""
+    return list(dict.fromkeys([*corpus["languages"], *(corpus.get("targets") or run_targets)]))
+
+
+SACREBLEU_LANGPAIR = "{src}-{tgt}"  # download.sacrebleu.langpair when not given (config schema)
+
+
+def sacrebleu_langpair(corpus: dict, src: str, tgt: str) -> str:
+    """The sacrebleu pair (e.g. en-de) of a bitext of a corpus downloaded as ``sacrebleu: {test_set, langpair}``."""
+    from laser_repro.data.sacrebleu_sets import langpair_of
+
+    return langpair_of(corpus["download"]["sacrebleu"].get("langpair", SACREBLEU_LANGPAIR), src, tgt)
+
+
 class Plan:
     """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
 
@@ -268,6 +290,52 @@ class Plan:
             return [lang for lang in self.tatoeba_languages if "eng" in m["pair"] and lang in m["pair"] and lang != "eng"]
         return list(self.tatoeba_languages)
 
+    @cached_property
+    def sacrebleu_corpora(self) -> dict[str, dict]:
+        """The local corpora downloaded as a sacrebleu test set (``download: {sacrebleu: ...}``)."""
+        return {name: c for name, c in self.corpora.items() if "sacrebleu" in c.get("download", {})}
+
+    @cached_property
+    def sacrebleu_archives(self) -> dict[str, dict]:
+        """The archives of the sacrebleu test sets of the corpora, one download each however many
+        corpora use it: sacrebleu's file name (``wmt19.test.tgz``) -> ``test_set``, ``url``, ``md5``
+        and ``alternatives`` (those of every corpus of the test set, in config order)."""
+        from laser_repro.data.sacrebleu_sets import test_set_sources
+
+        out: dict[str, dict] = {}
+        for c in self.sacrebleu_corpora.values():
+            sources = test_set_sources(c["download"]["sacrebleu"]["test_set"])
+            for k, src in enumerate(sources):
+                entry = out.setdefault(src.tarball, {"test_set": src.test_set, "url": src.url, "md5": src.md5,
+                                                     "alternatives": []})
+                for alternative in c["download"].get("alternatives", []):
+                    url = alternative if isinstance(alternative, str) else alternative[k]
+                    if url not in entry["alternatives"]:
+                        entry["alternatives"].append(url)
+        return out
+
+    def sacrebleu_tarballs(self, corpus: str) -> list[str]:
+        """The file names (keys of :attr:`sacrebleu_archives`) of a sacrebleu corpus's test set, in sacrebleu's order."""
+        from laser_repro.data.sacrebleu_sets import test_set_sources
+
+        return [src.tarball for src in test_set_sources(self.corpora[corpus]["download"]["sacrebleu"]["test_set"])]
+
+    def sacrebleu_source(self, corpus: str, lang: str, bitext: tuple[str, str] | None = None) -> str:
+        """``URL#member`` of one language's file of a sacrebleu corpus (provenance of a file read from
+        data_root): its side of the bitext's pair (layout bitext, ``bitext`` = (src, tgt)), or of its pair
+        with English (layout nway; English: the pair of the corpus's first other language)."""
+        from laser_repro.data import sacrebleu_sets
+
+        c = self.corpora[corpus]
+        test_set = c["download"]["sacrebleu"]["test_set"]
+        if bitext is not None:
+            langpair = sacrebleu_langpair(c, *bitext)
+        else:
+            present, _ = sacrebleu_sets.language_pairs(test_set, local_languages(c, self.targets))
+            langpair = (present.get(lang) or next(iter(present.values())))[0]
+        urls = [self.sacrebleu_archives[t]["url"] for t in self.sacrebleu_tarballs(corpus)]
+        return f"{' + '.join(urls)}#{sacrebleu_sets.langpair_member(test_set, langpair, lang)}"
+
     def archive_parts(self, corpus: str) -> list[str]:
         """The URLs of a corpus archive published in parts (download.url a list), else []."""
         url = self.corpora[corpus]["download"]["url"]
@@ -306,14 +374,7 @@ class Plan:
         """The LASER model's training bitexts (none without a LASER model)."""
         if not self.laser:
             return []
-        out = []
-        for corpus in self.config["corpora"]:
-            targets = corpus.get("targets") or self.config["targets"]
-            for src in corpus["languages"]:
-                for tgt in targets:
-                    if src != tgt:  # no auto-encoding (paper, footnote 2)
-                        out.append(Bitext(corpus["name"], src, tgt))
-        return out
+        return [b for corpus in self.config["corpora"] for b in corpus_bitexts(corpus, self.config["targets"])]
 
     @cached_property
     def pairs(self) -> list[tuple[str, str]]:

@@ -194,6 +194,8 @@ def _schema_summary(schema: dict, root: dict) -> str:
         return repr(schema["const"])
     if "enum" in schema:
         return "one of " + ", ".join(map(repr, schema["enum"]))
+    if "type" not in schema and schema.get("required"):  # one form of an object (e.g. a corpus download)
+        return "the keys " + " + ".join(schema["required"])
     kind = schema.get("type", "value")
     kind = " or ".join(kind) if isinstance(kind, list) else kind
     if kind == "array" and isinstance(schema.get("items"), dict):
@@ -306,6 +308,39 @@ def _corpus_sources(corpus: dict) -> list[tuple[str, str]]:
     return out
 
 
+def _check_sacrebleu_download(corpus: dict, run_targets, where: str) -> int:
+    """A corpus's ``download.sacrebleu`` (``where``: its key, for messages): the test set exists in
+    sacrebleu and has each of the corpus's pairs -- layout bitext: every (language, target) bitext's
+    langpair; layout nway: every language paired with English, the pivot of the join. Returns the
+    number of archives of the test set."""
+    from laser_repro.config.plan import corpus_bitexts, local_languages, sacrebleu_langpair
+    from laser_repro.data import sacrebleu_sets
+
+    spec = corpus["download"]["sacrebleu"]
+    try:
+        archives = len(sacrebleu_sets.test_set_sources(spec["test_set"]))
+        if corpus["layout"] == "nway":
+            if "langpair" in spec:
+                raise ConfigError(f"{where}.langpair: for layout bitext only (an N-way corpus joins every "
+                                  f"language's pair with English)")
+            codes = local_languages(corpus, run_targets)
+            if sacrebleu_sets.PIVOT not in codes:
+                raise ConfigError(f"{where}: the N-way set is joined on English: {sacrebleu_sets.PIVOT} must be "
+                                  f"one of the corpus's languages or targets ({', '.join(codes)})")
+            _, absent = sacrebleu_sets.language_pairs(spec["test_set"], codes)
+            if absent:
+                raise ConfigError(f"{where}: " + "; ".join(f"{code}: {why}" for code, why in absent.items()))
+        else:
+            for b in corpus_bitexts(corpus, run_targets):
+                try:
+                    sacrebleu_sets.check_langpairs(spec["test_set"], [sacrebleu_langpair(corpus, b.src, b.tgt)])
+                except sacrebleu_sets.WmtError as err:
+                    raise ConfigError(f"{where}: bitext {b.pair}: {err}") from None
+    except sacrebleu_sets.WmtError as err:
+        raise ConfigError(f"{where}.test_set: {err}") from None
+    return archives
+
+
 def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
     def known(code: str, where: str) -> None:
         try:
@@ -348,11 +383,17 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         if "opus" in download and download.get("alternatives"):
             raise ConfigError(f"{source}: {where}.download.alternatives: not with download.opus (an OPUS "
                               f"server other than opus.base_url: set opus.base_url or opus.mirror)")
+        if "sacrebleu" in download:
+            archives = _check_sacrebleu_download(corpus, targets, f"{source}: {where}.download.sacrebleu")
         for i, alternative in enumerate(download.get("alternatives", [])):
-            parts = 1 if isinstance(download["url"], str) else len(download["url"])
+            if "sacrebleu" in download:  # the test set's archive(s)
+                parts = archives
+                shape = "one URL" if parts == 1 else f"a list of {parts} URLs, one per archive of the test set"
+            else:
+                parts = 1 if isinstance(download["url"], str) else len(download["url"])
+                shape = f"{'one URL' if parts == 1 else f'a list of {parts} part URLs'} as download.url"
             if (1 if isinstance(alternative, str) else len(alternative)) != parts:
-                raise ConfigError(f"{source}: {where}.download.alternatives[{i}]: "
-                                  f"{'one URL' if parts == 1 else f'a list of {parts} part URLs'} as download.url")
+                raise ConfigError(f"{source}: {where}.download.alternatives[{i}]: {shape}")
     _check_models(config, source, origin or Origin(), known)
     _check_seeds(config, source, origin or Origin())
     if "model" not in config:  # no LASER model: the rest checks its sections

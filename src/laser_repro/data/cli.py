@@ -1,4 +1,5 @@
-"""Command line of the training data: bitext extraction (``extract``), Moses preprocessing
+"""Command line of the training data: a local corpus's files from a sacrebleu test set
+(``sacrebleu-corpus``), bitext extraction (``extract``), Moses preprocessing
 (``preprocess``), the joint BPE (``bpe-count``, ``bpe-learn``, ``bpe-dict``, ``bpe-apply``),
 fairseq binarization (``binarize``, ``binarize-valid``) and the Moses + BPE of evaluation text
 (``prepare-text``; :func:`prepare_text_file` also serves ``laser-repro embed --codes``).
@@ -48,6 +49,23 @@ def cmd_extract(a):
     stats.update({"src": a.src, "tgt": a.tgt})
     log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
     write_json(a.stats, stats)
+
+
+def cmd_sacrebleu_corpus(a):
+    from laser_repro.data import sacrebleu_sets
+
+    if bool(a.nway_file) == bool(a.pair_file):
+        raise sacrebleu_sets.WmtError("give either --nway-file (an N-way corpus) or --pair-file (bitexts)")
+    if a.nway_file:
+        paths = dict(a.nway_file)
+        if len(paths) != len(a.nway_file):
+            raise sacrebleu_sets.WmtError("--nway-file: a language given twice")
+        meta = sacrebleu_sets.write_nway_files(a.test_set, a.tarball, paths, a.meta, md5=a.md5)
+        log.info("%s: %d N-way sentences in %s (%s)", a.test_set, meta["sentences"], ", ".join(paths),
+                 json.dumps(meta["join"]))
+    else:
+        meta = sacrebleu_sets.write_pair_files(a.test_set, a.tarball, a.pair_file, a.meta, md5=a.md5)
+        log.info("%s: %s", a.test_set, json.dumps(meta["pairs"]))
 
 
 def cmd_preprocess(a):
@@ -183,6 +201,18 @@ def add_cli(sub) -> None:
                    help="no sentence pair left: write the empty bitext, stats 'absent': true, and warn "
                         "(corpora with allow_absent_pairs) instead of failing")
     s.set_defaults(func=cmd_extract)
+
+    s = sub.add_parser("sacrebleu-corpus", help="a local corpus's files from a sacrebleu test set's archive, offline")
+    s.add_argument("--test-set", required=True, help="sacrebleu test-set name, e.g. wmt19")
+    s.add_argument("--tarball", action="append", required=True, help="the test set's archive (repeat if several)")
+    s.add_argument("--md5", action="append",
+                   help="md5 to expect instead of sacrebleu's, one per --tarball (re-packed mirror, test fixture)")
+    s.add_argument("--nway-file", nargs=2, action="append", metavar=("LANG", "PATH"),
+                   help="N-way corpus: LANG's side of the xx-en pairs joined on English (repeat per language)")
+    s.add_argument("--pair-file", nargs=3, action="append", metavar=("LANGPAIR", "LANG", "PATH"),
+                   help="bitext: LANG's side of sacrebleu's pair LANGPAIR, e.g. en-de deu PATH (repeat per side)")
+    s.add_argument("--meta", required=True, help="JSON record: archives, pairs, line counts (N-way: the join)")
+    s.set_defaults(func=cmd_sacrebleu_corpus)
 
     s = sub.add_parser("preprocess", help="Moses-preprocess one shard of a corpus side")
     s.add_argument("--lang", required=True)
