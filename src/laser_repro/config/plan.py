@@ -358,14 +358,16 @@ class Plan:
     def compared_models(self) -> dict[str, str]:
         """name -> family of the models of the FLORES comparison (config/compare.yaml): LASER's base
         model, then every model of another family validated on flores_eval's held-out lines of the same
-        corpus (the same sentences). Empty without a LASER model, flores_eval or other models."""
+        corpus (the same sentences: the corpus, or the first of a list -- held-out lines count from the
+        start of the concatenation). Empty without a LASER model, flores_eval or other models."""
         flores = self.flores_eval
         if not (self.laser and flores and self.models):
             return {}
         out = {"base": "laser"}
         for name, m in self.config["models"].items():
             data = self.nway_data[m["data"]]
-            if data["corpus"] == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
+            first = data["corpus"] if isinstance(data["corpus"], str) else data["corpus"][0]
+            if first == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
                 out[name] = m["family"]
         return out if len(out) > 1 else {}
 
