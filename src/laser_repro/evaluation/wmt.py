@@ -23,6 +23,11 @@ The test set comes from sacrebleu's dataset definitions (pinned sacrebleu 2.6.0)
   shared by all requested pairs survive the join; ``meta.json`` counts them. sacrebleu's wmt14 has
   no Spanish (pairs cs, de, fr, hi, ru with en). A language the test set lacks is written to
   ``meta.json`` as absent with the reason, never dropped silently.
+
+With ``data_root`` the workflow reads the test set as N-way plain-text files instead (one sentence a
+line, line i the same sentence in every language: ``<data_root>/wmt-news/multiway/newstest2012.<xx>``),
+:func:`build_texts_from_files`: no archive, no sacrebleu processing, the same outputs. Which
+languages the set has is still sacrebleu's definition, so both sources write the same files.
 """
 from __future__ import annotations
 
@@ -121,6 +126,28 @@ def language_pairs(test_set: str, codes: Sequence[str]) -> tuple[dict[str, tuple
             absent[code] = (f"sacrebleu {SACREBLEU_VERSION} test set {test_set} has no {xx}-en or en-{xx} "
                             f"pair (its English pairs: {', '.join(with_en) or 'none'})")
     return present, absent
+
+
+def _language_member(test_set: str, xx: str) -> str:
+    """The archive member holding language ``xx`` (sacrebleu code) in ``test_set``'s definition."""
+    for langpair, files in _dataset(test_set).langpairs.items():
+        sides = langpair.split("-")
+        if xx in sides and len(files) >= 2:
+            return files[sides.index(xx)]
+    raise WmtError(f"sacrebleu {SACREBLEU_VERSION} test set {test_set} has no file for {xx}")
+
+
+def text_file_stem(test_set: str) -> str:
+    """The file stem of a test set's plain-text files: the name sacrebleu's archive gives its files
+    (wmt12: ``test/newstest2012-src.cs.sgm`` -> ``newstest2012``)."""
+    member = _language_member(test_set, "en")
+    return os.path.basename(member).split("-")[0].split(".")[0]
+
+
+def text_file_source(test_set: str, code: str) -> str:
+    """Where one language's plain text comes from: ``<archive URL>#<member>`` (provenance)."""
+    (src, *_) = test_set_sources(test_set)
+    return f"{src.url}#{_language_member(test_set, sacrebleu_code(code))}"
 
 
 # --------------------------------------------------------------------------- private sacrebleu cache
@@ -292,9 +319,7 @@ def join_on_english(pairs: Mapping[str, Sequence[Segment]], key: str = "doc") ->
                 counts[s.en] = counts.get(s.en, 0) + 1
             stats["ambiguous_english"] += sum(n for n in counts.values() if n > 1)
             index[c] = {s.en: s for s in pairs[c] if counts[s.en] == 1}
-    origlang: dict[str, int] = {}
-    seen = {c: set() for c in [PIVOT, *codes]}
-    rows = []
+    candidates = []
     for seg in pairs[codes[0]]:
         k = seg.key if key == "doc" else seg.en
         segs = [index[c].get(k) for c in codes]
@@ -304,20 +329,32 @@ def join_on_english(pairs: Mapping[str, Sequence[Segment]], key: str = "doc") ->
         if any(s.en != seg.en for s in segs):
             stats["english_mismatch"] += 1
             continue
-        row = {PIVOT: seg.en, **{c: s.xx for c, s in zip(codes, segs)}}
+        candidates.append(({PIVOT: seg.en, **{c: s.xx for c, s in zip(codes, segs)}}, seg.origlang))
+    rows, origlang = _retrievable_rows(candidates, stats)
+    stats["sentences"] = len(rows)
+    stats["origlang"] = origlang
+    return rows, stats
+
+
+def _retrievable_rows(candidates, stats: dict) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """The rows of ``(row, origlang)`` candidates that retrieval can score: a row with an empty sentence,
+    or repeating an earlier row's sentence in any language, is left out (counted in ``stats``).
+    Returns the rows and their count per original language."""
+    origlang: dict[str, int] = {}
+    seen: dict[str, set] = {}
+    rows = []
+    for row, orig in candidates:
         if any(not text.strip() for text in row.values()):
             stats["empty_removed"] += 1
             continue
-        if any(text in seen[c] for c, text in row.items()):
+        if any(text in seen.setdefault(c, set()) for c, text in row.items()):
             stats["duplicates_removed"] += 1
             continue
         for c, text in row.items():
             seen[c].add(text)
         rows.append(row)
-        origlang[seg.origlang or "unknown"] = origlang.get(seg.origlang or "unknown", 0) + 1
-    stats["sentences"] = len(rows)
-    stats["origlang"] = dict(sorted(origlang.items()))
-    return rows, stats
+        origlang[orig or "unknown"] = origlang.get(orig or "unknown", 0) + 1
+    return rows, dict(sorted(origlang.items()))
 
 
 def build_texts(test_set: str, tarballs: Sequence[Path | str], codes: Sequence[str], out_dir: Path | str,
@@ -345,25 +382,88 @@ def build_texts(test_set: str, tarballs: Sequence[Path | str], codes: Sequence[s
             f"{', '.join(f'{c} {len(s)}' for c, s in pairs.items())}. Use an N-way set (sacrebleu wmt12 or "
             f"wmt13), fewer languages{', or --join text' if key == 'doc' else ''}.")
     written = [c for c in codes if c == PIVOT or c in present]
+    return _write_texts(out_dir, prefix, rows, written, {
+        "test_set": test_set,
+        "sacrebleu_version": _sacrebleu_version(),
+        "archives": archives,
+        "absent": absent,
+        "pairs": {c: {"langpair": lp, "segments": len(pairs[c])} for c, (lp, _) in present.items()},
+        "join": {"key": ("docid + position in document, identical English text" if key == "doc"
+                         else "identical English text, unique within each pair"), **stats},
+    })
+
+
+def _write_texts(out_dir: Path | str, prefix: str, rows: Sequence[Mapping[str, str]], written: Sequence[str],
+                 meta: dict) -> dict:
+    """``<out_dir>/<prefix><code>.txt`` per language and ``meta.json`` (``meta`` plus the counts and files)."""
     out_dir = Path(out_dir)
     for code in written:
         with atomic_output(out_dir / f"{prefix}{code}.txt") as f:
             for row in rows:
                 f.write(row[code] + "\n")
-    meta = {
-        "test_set": test_set,
-        "sacrebleu_version": _sacrebleu_version(),
-        "archives": archives,
-        "sentences": len(rows),
-        "languages": written,
-        "files": {code: f"{prefix}{code}.txt" for code in written},
-        "absent": absent,
-        "pairs": {c: {"langpair": lp, "segments": len(pairs[c])} for c, (lp, _) in present.items()},
-        "join": {"key": ("docid + position in document, identical English text" if key == "doc"
-                         else "identical English text, unique within each pair"), **stats},
-    }
+    meta = {**meta, "sentences": len(rows), "languages": list(written),
+            "files": {code: f"{prefix}{code}.txt" for code in written}}
     write_json(out_dir / "meta.json", meta)
     return meta
+
+
+def read_text_files(files: Mapping[str, Path | str]) -> dict[str, list[str]]:
+    """The lines of N-way plain-text files (``{code: path}``, line i the same sentence in every file).
+    A missing or empty file, or files of different lengths, is an error naming the files."""
+    lines = {}
+    for code, path in files.items():
+        if not Path(path).is_file():
+            raise WmtError(f"{path}: the {code} file of the test set does not exist")
+        lines[code] = list(iter_lines(path))
+        if not lines[code]:
+            raise WmtError(f"{path}: the {code} file of the test set is empty")
+    counts = {code: len(v) for code, v in lines.items()}
+    if len(set(counts.values())) > 1:
+        raise WmtError("test-set files are not line-aligned (N-way files need the same number of lines): "
+                       + ", ".join(f"{files[c]} has {n}" for c, n in counts.items()))
+    return lines
+
+
+def build_texts_from_files(test_set: str, files: Mapping[str, Path | str], codes: Sequence[str],
+                           out_dir: Path | str, prefix: str = "") -> dict:
+    """:func:`build_texts` from N-way plain-text files (``{code: path}``, one per language of ``codes``
+    the test set has, English included): the same outputs and ``meta.json`` keys; rows are aligned by
+    line number, and rows retrieval cannot score are left out as there."""
+    codes = list(dict.fromkeys(codes))
+    for code in [*codes, *files]:
+        languages.get(code)  # clear error for an unknown code
+    present, absent = language_pairs(test_set, codes)
+    written = [c for c in codes if c == PIVOT or c in present]
+    if len(written) < 2:
+        raise WmtError(f"test set {test_set} has fewer than 2 of the languages {', '.join(codes)}: "
+                       + "; ".join(f"{c}: {r}" for c, r in absent.items()))
+    problems = []
+    if missing := [c for c in written if c not in files]:
+        problems.append(f"no file given for {', '.join(missing)}")
+    if extra := [c for c in files if c not in written]:
+        problems.append(f"files given for {', '.join(extra)}, which are not among them"
+                        + "".join(f" ({c}: {absent[c]})" for c in extra if c in absent))
+    if problems:
+        raise WmtError(f"test set {test_set}, languages {', '.join(written)}: {'; '.join(problems)}")
+    lines = read_text_files({c: files[c] for c in written})
+    stats = {"candidates": len(lines[written[0]]), "english_mismatch": 0, "ambiguous_english": 0,
+             "empty_removed": 0, "duplicates_removed": 0}
+    candidates = [({c: lines[c][i] for c in written}, None) for i in range(stats["candidates"])]
+    rows, origlang = _retrievable_rows(candidates, stats)
+    if not rows:
+        raise WmtError(f"test set {test_set}: every line of {', '.join(str(files[c]) for c in written)} is empty "
+                       f"or repeats an earlier one")
+    return _write_texts(out_dir, prefix, rows, written, {
+        "test_set": test_set,
+        "sacrebleu_version": _sacrebleu_version(),
+        "archives": [],
+        "texts": [{"language": c, "file": str(files[c]), "lines": len(lines[c]), "md5": md5_file(files[c])}
+                  for c in written],
+        "absent": absent,
+        "pairs": {c: {"langpair": lp, "segments": len(lines[c])} for c, (lp, _) in present.items()},
+        "join": {"key": "line number (N-way plain-text files)", **stats, "sentences": len(rows),
+                 "origlang": origlang},
+    })
 
 
 def _sacrebleu_version() -> str:
@@ -375,10 +475,11 @@ def _sacrebleu_version() -> str:
 # --------------------------------------------------------------------------- similarity error
 
 
-def similarity_errors(embeddings: Mapping[str, np.ndarray]) -> dict:
+def similarity_errors(embeddings: Mapping[str, np.ndarray], *, normalized: bool = False) -> dict:
     """Error rates (%) for every ordered pair (query language, searched language) of row-aligned
-    embeddings, per-language averages and the average over all ordered pairs."""
-    from laser_repro.evaluation.tatoeba import retrieval_errors
+    embeddings, per-language averages and the average over all ordered pairs. ``normalized``: the rows
+    are L2-normalised already (dense or scipy sparse, e.g. TF-IDF rows)."""
+    from laser_repro.evaluation.tatoeba import normalize_rows, retrieval_errors
 
     codes = list(embeddings)
     if len(codes) < 2:
@@ -389,12 +490,13 @@ def similarity_errors(embeddings: Mapping[str, np.ndarray]) -> dict:
         raise WmtError(f"embeddings are not row-aligned matrices of one shape: {shapes}")
     if n == 0:
         raise WmtError("embeddings have no rows")
+    vectors = embeddings if normalized else {c: normalize_rows(embeddings[c]) for c in codes}  # once per language
     pairs, matrix = [], {a: {} for a in codes}
     for a in codes:
         for b in codes:
             if a == b:
                 continue
-            errors = retrieval_errors(embeddings[a], embeddings[b])
+            errors = retrieval_errors(vectors[a], vectors[b], normalized=True)
             rate = 100.0 * errors / n
             pairs.append({"src": a, "trg": b, "errors": errors, "error": rate})
             matrix[a][b] = rate
@@ -408,6 +510,20 @@ def similarity_errors(embeddings: Mapping[str, np.ndarray]) -> dict:
         "trg_average": {b: sum(matrix[a][b] for a in codes if a != b) / k for b in codes},
         "average_error": sum(p["error"] for p in pairs) / len(pairs),
     }
+
+
+def tfidf_similarity_errors(lines: Mapping[str, Sequence[str]]) -> dict:
+    """:func:`similarity_errors` of the TF-IDF baseline (character n-grams of the raw, row-aligned
+    sentences, one vocabulary for all languages): what a string match finds without any learning."""
+    from laser_repro.evaluation.xsim import TFIDF_NGRAMS, tfidf_fit
+
+    codes = list(lines)
+    sizes = {c: len(lines[c]) for c in codes}
+    if len(set(sizes.values())) > 1:
+        raise WmtError(f"texts are not line-aligned: {sizes}")
+    scores = similarity_errors(dict(zip(codes, tfidf_fit([list(lines[c]) for c in codes]))), normalized=True)
+    scores["system"] = f"character {TFIDF_NGRAMS[0]}-{TFIDF_NGRAMS[1]}-gram TF-IDF"
+    return scores
 
 
 # --------------------------------------------------------------------------- CLI
@@ -426,7 +542,15 @@ def cmd_wmt_sources(a):
 
 
 def cmd_wmt_texts(a):
-    meta = build_texts(a.test_set, a.tarball, a.langs, a.out_dir, md5=a.md5, key=a.join, prefix=a.prefix)
+    if a.text:
+        files = dict(a.text)
+        if len(files) != len(a.text):
+            raise WmtError("--text: a language given twice")
+        if a.md5:
+            raise WmtError("--md5 checks --tarball archives; it has no meaning with --text")
+        meta = build_texts_from_files(a.test_set, files, a.langs, a.out_dir, prefix=a.prefix)
+    else:
+        meta = build_texts(a.test_set, a.tarball, a.langs, a.out_dir, md5=a.md5, key=a.join, prefix=a.prefix)
     for code, reason in meta["absent"].items():
         log.warning("%s: absent from %s: %s", code, a.test_set, reason)
     log.info("%s: %d aligned sentences in %s (%s)", a.test_set, meta["sentences"], ", ".join(meta["languages"]),
@@ -434,21 +558,25 @@ def cmd_wmt_texts(a):
 
 
 def cmd_wmt_similarity(a):
-    embeddings = {}
-    for code, path in a.emb:
-        if code in embeddings:
-            raise WmtError(f"--emb {code} given twice")
-        embeddings[code] = np.load(path)
-    scores = similarity_errors(embeddings)
-    scores["embeddings"] = {code: str(path) for code, path in a.emb}
+    inputs = a.emb or a.text
+    if bool(a.emb) == bool(a.text):
+        raise WmtError("wmt-similarity: give --emb (an encoder's embeddings) or --text (the TF-IDF baseline)")
+    if len({code for code, _ in inputs}) != len(inputs):
+        raise WmtError(f"wmt-similarity: a language given twice in {[code for code, _ in inputs]}")
+    if a.emb:
+        scores = similarity_errors({code: np.load(path) for code, path in a.emb})
+        scores["embeddings"] = {code: str(path) for code, path in a.emb}
+    else:
+        scores = tfidf_similarity_errors({code: list(iter_lines(path)) for code, path in a.text})
+        scores["texts"] = {code: str(path) for code, path in a.text}
     scores["absent"] = {}
     if a.meta:
         meta = read_json(a.meta)
         if meta.get("sentences") != scores["sentences"]:
-            raise WmtError(f"{a.meta}: {meta.get('sentences')} sentences but the embeddings have {scores['sentences']} rows")
-        missing = [c for c in meta.get("languages", []) if c not in embeddings]
+            raise WmtError(f"{a.meta}: {meta.get('sentences')} sentences but the inputs have {scores['sentences']} rows")
+        missing = [c for c in meta.get("languages", []) if c not in scores["languages"]]
         if missing:
-            raise WmtError(f"{a.meta} lists {', '.join(missing)} but no --emb was given for them")
+            raise WmtError(f"{a.meta} lists {', '.join(missing)} but no input was given for them")
         scores["test_set"] = meta.get("test_set")
         scores["absent"] = meta.get("absent", {})
     write_json(a.scores, scores)
@@ -464,8 +592,13 @@ def add_cli(sub) -> None:
     s.add_argument("--json", help="write the record here instead of stdout")
     s.set_defaults(func=cmd_wmt_sources)
 
-    s = sub.add_parser("wmt-texts", help="N-way aligned texts of a WMT test set through sacrebleu, offline")
-    s.add_argument("--tarball", action="append", required=True, help="the test set's archive (repeat if several)")
+    s = sub.add_parser("wmt-texts", help="N-way aligned texts of a WMT test set (its archive through sacrebleu, "
+                                         "or N-way plain-text files), offline")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--tarball", action="append", help="the test set's archive (repeat if several)")
+    source.add_argument("--text", nargs=2, action="append", metavar=("LANG", "FILE"),
+                        help="one language's plain-text file, line i the same sentence in every file (repeat per "
+                             "language the test set has, English included)")
     s.add_argument("--test-set", default="wmt14", help="sacrebleu test-set name (wmt12 and wmt13 are N-way)")
     s.add_argument("--langs", nargs="+", required=True, help="ISO 639-3 codes, e.g. eng ces fra deu spa")
     s.add_argument("--out-dir", required=True, help="gets <prefix><lang>.txt and meta.json")
@@ -477,8 +610,10 @@ def add_cli(sub) -> None:
     s.set_defaults(func=cmd_wmt_texts)
 
     s = sub.add_parser("wmt-similarity", help="similarity error over all ordered language pairs")
-    s.add_argument("--emb", nargs=2, action="append", required=True, metavar=("LANG", "NPY"),
+    s.add_argument("--emb", nargs=2, action="append", metavar=("LANG", "NPY"),
                    help="row-aligned embeddings of one language (repeat per language)")
+    s.add_argument("--text", nargs=2, action="append", metavar=("LANG", "TXT"),
+                   help="instead of --emb: the TF-IDF baseline on one language's raw text (repeat per language)")
     s.add_argument("--meta", help="meta.json of wmt-texts: checks the sentence count, carries the absent languages")
     s.add_argument("--scores", required=True)
     s.set_defaults(func=cmd_wmt_similarity)
