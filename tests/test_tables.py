@@ -164,3 +164,36 @@ def test_missing_task_still_shows_the_paper_average(tmp_path):
     avg = {r["language"]: r for r in _rows(tmp_path / "t2.csv")}["avg"]
     # TACL Table 2: (73.9 + 71.9 + 72.9) / 3; no Δ without ours
     assert (avg["accuracy"], avg["paper_accuracy"], avg["delta"]) == ("", "72.9", "")
+
+
+def _wmt_scores(errors: dict, sentences=4) -> dict:
+    pairs = [{"src": a, "trg": b, "errors": n, "error": 100.0 * n / sentences} for (a, b), n in errors.items()]
+    return {"test_set": "wmt12", "sentences": sentences, "pairs": pairs,
+            "average_error": sum(p["error"] for p in pairs) / len(pairs), "absent": {}}
+
+
+def test_wmt_table_shows_tfidf_and_init_beside_ours_and_the_papers_average(tmp_path):
+    ours = _wmt_scores({("eng", "deu"): 0, ("deu", "eng"): 1})
+    init = _wmt_scores({("eng", "deu"): 3, ("deu", "eng"): 4})
+    tfidf = _wmt_scores({("eng", "deu"): 2, ("deu", "eng"): 2})
+    paths = {}
+    for name, s in (("ours", ours), ("init", init), ("tfidf", tfidf)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(s))
+    cli.main(["eval-table", "wmt", "--run-name", "r", "--languages", "eng", "deu", "--scores", str(paths["ours"]),
+              "--init-scores", str(paths["init"]), "--tfidf-scores", str(paths["tfidf"]),
+              "--md", str(tmp_path / "t.md"), "--csv", str(tmp_path / "t.csv")])
+    rows = {r["language"]: r for r in _rows(tmp_path / "t.csv")}
+    assert (rows["deu→eng"]["error"], rows["deu→eng"]["init_error"], rows["deu→eng"]["tfidf_error"]) == (
+        "25.0", "100.0", "50.0")
+    avg = rows["all→all"]
+    assert (avg["error"], avg["init_error"], avg["tfidf_error"], avg["paper_error"], avg["delta"]) == (
+        "12.5", "87.5", "50.0", "0.54", "11.96")
+    md = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert "| TF-IDF % | init % | paper (TACL) % |" in md
+    assert "TACL 2019 Table 7, row 'All (93)', column 'WMT Err [%]'" in md and "WMT 2014" in md
+    # baselines on other sentences are refused
+    paths["init"].write_text(json.dumps(_wmt_scores({("eng", "deu"): 1, ("deu", "eng"): 1}, sentences=5)))
+    with pytest.raises(ValueError, match="init baseline has 5 sentences, the model 4"):
+        cli.main(["eval-table", "wmt", "--run-name", "r", "--scores", str(paths["ours"]),
+                  "--init-scores", str(paths["init"]), "--md", str(tmp_path / "t.md"), "--csv", str(tmp_path / "t.csv")])

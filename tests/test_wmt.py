@@ -167,3 +167,109 @@ def test_similarity_error_by_hand(tmp_path):
 
     with pytest.raises(sets.WmtError, match="not row-aligned"):
         wmt.similarity_errors({"eng": eng, "fra": fra[:2]})
+
+
+# ---------------------------------------------------------------------------------- plain-text N-way files
+
+def write_lines(path, lines):
+    path.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_plain_text_files_are_read_line_aligned(tmp_path):
+    files = {code: write_lines(tmp_path / f"newstest2013.{xx}", TEXTS[xx])
+             for code, xx in (("eng", "en"), ("deu", "de"), ("spa", "es"))}
+    assert sets.read_text_files(files) == {"eng": TEXTS["en"], "deu": TEXTS["de"], "spa": TEXTS["es"]}
+    write_lines(files["deu"], TEXTS["de"][:-1])
+    with pytest.raises(sets.WmtError, match="not line-aligned") as err:
+        sets.read_text_files(files)
+    assert f"{files['deu']} has 4" in str(err.value) and f"{files['eng']} has 5" in str(err.value)
+    write_lines(files["deu"], [])
+    with pytest.raises(sets.WmtError, match=f"{files['deu']}: the deu file of the test set is empty"):
+        sets.read_text_files(files)
+    with pytest.raises(sets.WmtError, match=f"{tmp_path / 'nope.fr'}: the fra file of the test set does not exist"):
+        sets.read_text_files({"eng": files["eng"], "fra": tmp_path / "nope.fr"})
+
+
+def test_plain_text_files_give_the_archives_outputs(tmp_path):
+    # the same test set as an archive (through sacrebleu) and as N-way plain text: the same files and meta
+    texts = {k: [*TEXTS[k], TEXTS[k][0], ""] for k in ("en", "de", "es")}  # a repeated and an empty row
+    texts["de"][-1] = "Leer auf Englisch."
+    fx = make_test_set(tmp_path / "test.tgz", texts, test_set="wmt13")
+    from_archive = sets.build_texts("wmt13", [fx.path], ["eng", "spa", "deu", "hun"], tmp_path / "a",
+                                   md5=[fx.md5], prefix="newstest2013.")
+    files = {code: write_lines(tmp_path / f"newstest2013.{xx}", texts[xx]) for code, xx in (("eng", "en"),
+                                                                                       ("spa", "es"), ("deu", "de"))}
+    with pytest.raises(sets.WmtError, match="no file given for rus"):
+        sets.build_texts_from_files("wmt13", files, ["eng", "spa", "deu", "rus"], tmp_path / "b")
+    with pytest.raises(sets.WmtError, match=r"files given for hun, which are not among them \(hun: .*no hu-en"):
+        sets.build_texts_from_files("wmt13", {**files, "hun": files["deu"]}, ["eng", "spa", "deu", "hun"],
+                                   tmp_path / "b")
+    from_files = sets.build_texts_from_files("wmt13", files, ["eng", "spa", "deu", "hun"], tmp_path / "b",
+                                            prefix="newstest2013.")
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(p.name for p in (tmp_path / "a").iterdir())
+    for name in from_files["files"].values():
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+    assert (tmp_path / "b" / "newstest2013.eng.txt").read_text(encoding="utf-8").splitlines() == TEXTS["en"]
+    for key in ("test_set", "sentences", "languages", "files", "absent", "pairs"):
+        assert from_files[key] == from_archive[key], key
+    assert list(from_files["absent"]) == ["hun"] and from_files["pairs"]["deu"] == {"langpair": "de-en", "segments": 7}
+    assert (from_files["join"]["duplicates_removed"], from_files["join"]["empty_removed"]) == (1, 1)
+    assert set(from_files) == set(from_archive) | {"texts"} and from_files["archives"] == []
+    assert [t["lines"] for t in from_files["texts"]] == [7, 7, 7]
+
+
+def test_wmt_texts_cli_reads_text_files(tmp_path):
+    files = [write_lines(tmp_path / f"t.{xx}", TEXTS[xx]) for xx in ("en", "fr")]
+    run_cli("wmt-texts", "--text", "eng", files[0], "--text", "fra", files[1], "--test-set", "wmt12",
+            "--langs", "eng", "fra", "--out-dir", tmp_path / "out")
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text(encoding="utf-8"))
+    assert meta["sentences"] == 5 and meta["texts"][1]["file"] == str(files[1])
+    with pytest.raises(wmt.WmtError, match="--md5 checks --tarball"):
+        run_cli("wmt-texts", "--text", "eng", files[0], "--text", "fra", files[1], "--md5", "0" * 32,
+                "--langs", "eng", "fra", "--out-dir", tmp_path / "out")
+
+
+def test_file_stem_and_source_come_from_sacrebleu():
+    assert sets.text_file_stem("wmt12") == "newstest2012" and sets.text_file_stem("wmt13") == "newstest2013"
+    assert sets.text_file_source("wmt12", "ces") == "https://statmt.org/wmt12/test.tgz#test/newstest2012-src.cs.sgm"
+    assert sets.text_file_source("wmt12", "eng") == "https://statmt.org/wmt12/test.tgz#test/newstest2012-src.en.sgm"
+    assert sets.text_file_stem("wmt14") == "newstest2014"  # its files are named per pair (newstest2014-deen-...)
+    with pytest.raises(sets.WmtError, match="test set wmt14 has no es-en or en-es pair"):
+        sets.text_file_source("wmt14", "spa")
+
+
+def test_shared_newstest2012_has_3003_lines_per_language():
+    import os
+    from pathlib import Path
+
+    from laser_repro import config
+
+    repo = Path(__file__).resolve().parents[1]
+    root = Path(os.environ.get("LASER_REPRO_DATA_ROOT", repo.parent / "shared" / "data"))
+    if not (root / "wmt-news").is_dir():
+        pytest.skip(f"data root {root} has no wmt-news (set LASER_REPRO_DATA_ROOT to the shared data directory)")
+    cfg = config.load(repo / "config" / "paper.yaml", {"data_root": str(root)})["evaluation"]["wmt"]
+    assert cfg["test_set"] == "wmt12"
+    files = {code: cfg["path"].format(root=root, stem=sets.text_file_stem(cfg["test_set"]),
+                                      code=sets.sacrebleu_code(code)) for code in cfg["languages"]}
+    lines = sets.read_text_files(files)
+    assert {code: len(v) for code, v in lines.items()} == {code: 3003 for code in cfg["languages"]}
+
+
+# ---------------------------------------------------------------------------------- TF-IDF baseline
+
+def test_tfidf_baseline_finds_copies_and_misses_unrelated_strings(tmp_path):
+    scores = wmt.tfidf_similarity_errors({"eng": TEXTS["en"], "copy": list(TEXTS["en"]), "ces": TEXTS["cs"]})
+    errors = {(p["src"], p["trg"]): p["errors"] for p in scores["pairs"]}
+    assert errors[("eng", "copy")] == 0 and errors[("copy", "eng")] == 0
+    assert scores["sentences"] == 5 and "TF-IDF" in scores["system"]
+    paths = {xx: write_lines(tmp_path / f"{xx}.txt", TEXTS[xx]) for xx in ("en", "de")}
+    out = tmp_path / "tfidf.json"
+    run_cli("wmt-similarity", "--text", "eng", paths["en"], "--text", "deu", paths["de"], "--scores", out)
+    res = json.loads(out.read_text())
+    assert res["languages"] == ["eng", "deu"] and res["texts"]["deu"] == str(paths["de"])
+    with pytest.raises(wmt.WmtError, match="give --emb .* or --text"):
+        run_cli("wmt-similarity", "--scores", out)
+    with pytest.raises(wmt.WmtError, match="not line-aligned"):
+        wmt.tfidf_similarity_errors({"eng": TEXTS["en"], "deu": TEXTS["de"][:3]})

@@ -145,6 +145,12 @@ def test_toy_config_end_to_end(toy_local_run):
     assert [k for k in mldoc if k != "avg"] == ["eng", "deu", "spa", "cmn"] and mldoc["eng"]["test_size"] == "80"
     wmt = list(csv.DictReader(open(tables / "wmt.csv", encoding="utf-8")))
     assert len([r for r in wmt if r["status"] == "ok"]) == 6 and wmt[-1]["status"] == "average"
+    # read from data_root's N-way plain text (no archive); both baselines beside ours, the paper's average
+    assert json.loads((run / "eval" / "wmt" / "text" / "meta.json").read_text())["texts"][0]["lines"] == 50
+    for row in wmt:
+        for key in ("error", "tfidf_error", "init_error"):
+            assert 0.0 <= float(row[key]) <= 100.0, (key, row)
+    assert wmt[-1]["paper_error"] == "0.54"
     xnli_scores = json.loads((run / "eval" / "xnli" / "base" / "scores.json").read_text())
     assert xnli_scores["sizes"]["train_pairs"] == 600 and xnli_scores["sizes"]["dev_pairs"] == 60
     # nothing left to do on a rerun
@@ -191,6 +197,19 @@ def test_evaluation_downloads_through_a_local_mirror(tmp_path):
     for target in targets:
         rel = target.removeprefix("resources/eval/")
         assert (work / target).read_bytes() == (mirror / rel).read_bytes(), target
+    # WMT: the downloaded archive through sacrebleu gives the same texts as data_root's N-way plain text
+    wmt_texts = "results/toy/eval/wmt/text"
+    proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--directory", str(work), "--cores", "1",
+                         f"{wmt_texts}/meta.json")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    (tmp_path / "plain").mkdir()
+    proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--config", f"data_root={data}",
+                         "--directory", str(tmp_path / "plain"), "--cores", "1", f"{wmt_texts}/meta.json")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    from_archive, from_text = (json.loads((w / wmt_texts / "meta.json").read_text()) for w in (work, tmp_path / "plain"))
+    assert from_archive["archives"] and not from_text["archives"] and from_text["sentences"] == 50
+    for lang, name in from_archive["files"].items():
+        assert (work / wmt_texts / name).read_text() == (tmp_path / "plain" / wmt_texts / name).read_text(), lang
     # the XNLI table's inputs now point at the downloads (dry run of the whole DAG up to the table)
     proc = run_snakemake("--configfile", str(tmp_path / "config.yaml"), "--directory", str(work), "-n",
                          "results/toy/eval/xnli/text/test-p.deu.txt")

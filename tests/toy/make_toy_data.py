@@ -93,7 +93,12 @@ def make_eval_data(root: Path, rng: random.Random) -> None:
     # WMT: newstest2013's layout (N-way: one English file for every pair) with en, es, de
     sentences = [[rng.randrange(len(CONCEPTS)) for _ in range(rng.randint(4, 8))] for _ in range(50)]
     texts = {code: [render(s, lang) for s in sentences] for code, lang in (("en", "eng"), ("es", "spa"), ("de", "deu"))}
-    wmt.make_test_set(root / "wmt" / "test.tgz", texts, test_set="wmt13")
+    wmt.make_test_set(root / "wmt" / "test.tgz", texts, test_set="wmt13")  # data_root: null (downloaded)
+    # with data_root: the same test set as N-way plain text, as under the shared data's wmt-news/multiway
+    (root / "wmt-news" / "multiway").mkdir(parents=True)
+    for code, lines in texts.items():
+        (root / "wmt-news" / "multiway" / f"newstest2013.{code}").write_text("".join(f"{x}\n" for x in lines),
+                                                                            encoding="utf-8")
     make_bisent2vec_eval_data(root, random.Random(7))  # its own RNG: the data above stays as it was
 
 

@@ -56,6 +56,17 @@ rule download_eval:
                " --deadline {params.deadline:q} {params.mirror}")
 
 
+use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (baseline of the WMT table)
+    input:
+        text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
+        codes="results/{run}/bpe/codes",
+        encoder=init_encoder,
+    output:
+        emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
+    log:
+        "results/{run}/logs/{variant}/eval/{task}/embed_init/{name}.{lang}.log",
+
+
 localrules: download_eval
 
 
@@ -186,9 +197,10 @@ rule table4:
 if "wmt" in EVAL:
     WMT_SET = EVAL["wmt"]["test_set"]
 
+    # data_root set: the N-way plain-text files under it; else sacrebleu's archive, downloaded (md5-checked)
     rule wmt_texts:
         input:
-            wmt_archives(),
+            unpack(lambda w: wmt_sources()),
         output:
             texts=[f"{RUN}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in wmt_languages()],
             meta=f"{RUN}/eval/wmt/text/meta.json",
@@ -196,8 +208,7 @@ if "wmt" in EVAL:
             f"{RUN}/logs/eval/wmt/texts.log",
         params:
             sources=raw_sources,
-            tarballs=lambda w, input: " ".join(f"--tarball {shlex.quote(t)}" for t in input),
-            md5=" ".join(f"--md5 {shlex.quote(m)}" for m in EVAL["wmt"]["md5"]),
+            source=lambda w, input: wmt_source_args(input),
             langs=list(EVAL["wmt"]["languages"]),
             out_dir=lambda w, output: os.path.dirname(output.meta),
             test_set=WMT_SET,
@@ -205,7 +216,7 @@ if "wmt" in EVAL:
         conda:
             "../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-texts {params.tarballs} {params.md5} --test-set {params.test_set:q}"
+            logged("laser-repro wmt-texts {params.source} --test-set {params.test_set:q}"
                    " --langs {params.langs:q} --out-dir {params.out_dir:q} --prefix {params.prefix:q}", sources=True)
 
     rule wmt_similarity:
@@ -224,10 +235,40 @@ if "wmt" in EVAL:
         shell:
             logged("laser-repro wmt-similarity {params.emb} --meta {input.meta:q} --scores {output:q}")
 
+    use rule wmt_similarity as wmt_similarity_init with:
+        input:
+            emb=[emb("wmt", WMT_SET, lang, init=True) for lang in wmt_languages()],
+            meta=f"{RUN}/eval/wmt/text/meta.json",
+        output:
+            f"{RUN}/eval/wmt/{{variant}}/init_scores.json",
+        log:
+            f"{RUN}/logs/{{variant}}/eval/wmt/similarity_init.log",
+        params:
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant, init=True)])
+                                   for lang in wmt_languages()),
 
+    rule wmt_tfidf:  # the non-learned baseline on the same sentences
+        input:
+            texts=[f"{RUN}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in wmt_languages()],
+            meta=f"{RUN}/eval/wmt/text/meta.json",
+        output:
+            f"{RUN}/eval/wmt/tfidf_scores.json",
+        log:
+            f"{RUN}/logs/eval/wmt/tfidf.log",
+        params:
+            texts=lambda w, input: shlex.join([x for lang, text in zip(wmt_languages(), input.texts)
+                                               for x in ("--text", lang, text)]),
+        conda:
+            "../envs/laser.yaml"
+        shell:
+            logged("laser-repro wmt-similarity {params.texts} --meta {input.meta:q} --scores {output:q}")
+
+
+# ours (base model) beside the encoder at update 0 and TF-IDF, on the same sentences
 rule table_wmt:
     input:
-        [f"{RUN}/eval/wmt/base/scores.json"] if task_ready("wmt") else [],
+        **({"scores": f"{RUN}/eval/wmt/base/scores.json", "init": f"{RUN}/eval/wmt/base/init_scores.json",
+            "tfidf": f"{RUN}/eval/wmt/tfidf_scores.json"} if task_ready("wmt") else {}),
     output:
         md="results/tables/{run}/wmt.md",
         csv=report("results/tables/{run}/wmt.csv", category="Paper tables", caption="../report/table.rst"),
@@ -236,7 +277,8 @@ rule table_wmt:
     params:
         missing=lambda w: missing_arg("wmt"),
         langs=list(EVAL.get("wmt", {}).get("languages", [])),
-        scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
+        scores=lambda w, input: shlex.join(["--scores", input.scores, "--init-scores", input.init,
+                                            "--tfidf-scores", input.tfidf]) if input else "",
     conda:
         "../envs/laser.yaml"
     shell:

@@ -101,8 +101,9 @@ def missing_note(task, files, how=""):
     absent = [f for f in files if not f.startswith("resources/eval/") and not os.path.exists(f)]
     if not absent:
         return None
+    # a member of an archive (url#member) is not fetched on its own: `how` says how to get it
     fetch = "; ".join(f"`laser-repro fetch --url {shlex.quote(RAW_URLS[f])} --dest {shlex.quote(f)}`"
-                      for f in absent if f in RAW_URLS)
+                      for f in absent if f in RAW_URLS and "#" not in RAW_URLS[f])
     return (f"data missing: {', '.join(absent)}. " + (f"Obtain with {fetch} (or set data_root: null to download "
             f"into resources/eval/). " if fetch else "") + how).strip()
 
@@ -133,12 +134,27 @@ def mldoc_file(lang, split):
     return str(mldoc.expected_files(directory, [lang], cfg["train_size"], check=False)[lang][split])
 
 
-def wmt_archives():
+def wmt_sources():
+    """The WMT test set's raw files: with data_root its N-way plain-text files ({language: path}, read
+    as they are), else sacrebleu's archive(s) as downloaded by download_eval ({"archive<i>": path})."""
     from laser_repro.data import sacrebleu_sets
 
     cfg = EVAL["wmt"]
-    return [eval_input(url, cfg["path"], sha256, file=os.path.basename(url))
-            for url, sha256 in sacrebleu_sets.test_set_downloads(cfg["test_set"], cfg["sha256"])]
+    if DATA_ROOT:
+        stem = sacrebleu_sets.text_file_stem(cfg["test_set"])
+        return {lang: raw(cfg["path"].format(root=DATA_ROOT, stem=stem, code=sacrebleu_sets.sacrebleu_code(lang)),
+                          sacrebleu_sets.text_file_source(cfg["test_set"], lang)) for lang in wmt_languages()}
+    # data_root is null: eval_input gives the download destination (no path template is used)
+    return {f"archive{i}": eval_input(url, None, sha256)
+            for i, (url, sha256) in enumerate(sacrebleu_sets.test_set_downloads(cfg["test_set"], cfg["sha256"]))}
+
+
+def wmt_source_args(input):
+    """wmt-texts' source options for the inputs of wmt_sources(): --text LANG FILE, or --tarball (and --md5)."""
+    if DATA_ROOT:
+        return shlex.join([x for lang in wmt_languages() for x in ("--text", lang, input[lang])])
+    return shlex.join([x for path in input for x in ("--tarball", path)]
+                      + [x for md5 in EVAL["wmt"]["md5"] for x in ("--md5", md5)])
 
 
 def wmt_languages():
@@ -171,7 +187,11 @@ if "mldoc" in EVAL:
                       for split in (("train", "dev", "test") if lang == "eng" else ("test",))],
             "Generate MLDoc from RCV1/RCV2 with https://github.com/facebookresearch/MLDoc.")
 if "wmt" in EVAL:
-    TASK_MISSING["wmt"] = missing_note("wmt", wmt_archives())
+    TASK_MISSING["wmt"] = missing_note(
+        "wmt", list(wmt_sources().values()),
+        f"They are the N-way plain text of sacrebleu's {EVAL['wmt']['test_set']} (line i the same sentence in "
+        f"every file; e.g. `sacrebleu -t {EVAL['wmt']['test_set']} -l cs-en --echo src`), or set data_root: null "
+        f"to download the archive.")
 
 
 def task_ready(task):
@@ -189,9 +209,10 @@ def missing_arg(task):
     return "" if note is None else f"--missing {shlex.quote(note)}"
 
 
-def emb(task, name, lang, variant="{variant}"):
-    """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given)."""
-    return f"{RUN}/eval/{task}/{variant}/emb/{name}.{lang}.npy"
+def emb(task, name, lang, variant="{variant}", init=False):
+    """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given);
+    init: by the same encoder at update 0 (rule eval_embed_init)."""
+    return f"{RUN}/eval/{task}/{variant}/{'emb_init' if init else 'emb'}/{name}.{lang}.npy"
 
 
 def xnli_classify_inputs(w):

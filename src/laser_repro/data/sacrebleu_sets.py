@@ -21,6 +21,10 @@ WMT similarity evaluation (:mod:`laser_repro.evaluation.wmt`) both read them her
   shared by all requested pairs survive the join; the meta record counts them. sacrebleu's wmt14 has
   no Spanish (pairs cs, de, fr, hi, ru with en). :func:`build_texts` writes a language the test set
   lacks to ``meta.json`` as absent with the reason; :func:`write_nway_files` (a corpus) refuses it.
+* :func:`build_texts_from_files`: the same outputs from N-way plain-text files (one sentence a line,
+  line i the same sentence in every language, e.g. ``<data_root>/wmt-news/multiway/newstest2012.<xx>``,
+  named by :func:`text_file_stem`): no archive, no sacrebleu processing. Which languages the set has
+  is still sacrebleu's definition, so both sources write the same files.
 """
 from __future__ import annotations
 
@@ -148,6 +152,33 @@ def langpair_member(test_set: str, langpair: str, code: str) -> str:
     files = files["path"] if isinstance(files, dict) else files
     files = [files] if isinstance(files, str) else list(files)
     return files[0] if pair_side(langpair, code) or len(files) == 1 else files[1]
+
+
+def language_member(test_set: str, code: str) -> str:
+    """The archive member holding language ``code``'s text in ``test_set``: its side of the pair with
+    English that :func:`language_pairs` serves it from (English: its side of the first such pair)."""
+    if code == PIVOT:
+        langpair = next((lp for lp in _dataset(test_set).langpairs if "en" in lp.split("-")), None)
+        if langpair is None:
+            raise WmtError(f"sacrebleu {SACREBLEU_VERSION} test set {test_set} has no pair with English")
+    else:
+        present, absent = language_pairs(test_set, [code])
+        if code in absent:
+            raise WmtError(absent[code])
+        langpair = present[code][0]
+    return langpair_member(test_set, langpair, code)
+
+
+def text_file_stem(test_set: str) -> str:
+    """The file stem of a test set's plain-text files: the name sacrebleu's archive gives its files
+    (wmt12: ``test/newstest2012-src.cs.sgm`` -> ``newstest2012``)."""
+    return os.path.basename(language_member(test_set, PIVOT)).split("-")[0].split(".")[0]
+
+
+def text_file_source(test_set: str, code: str) -> str:
+    """Where one language's plain text comes from: ``<archive URL>#<member>`` (provenance)."""
+    (src, *_) = test_set_sources(test_set)
+    return f"{src.url}#{language_member(test_set, code)}"
 
 
 # --------------------------------------------------------------------------- private sacrebleu cache
@@ -329,9 +360,7 @@ def join_on_english(pairs: Mapping[str, Sequence[Segment]], key: str = "doc",
                 counts[s.en] = counts.get(s.en, 0) + 1
             stats["ambiguous_english"] += sum(n for n in counts.values() if n > 1)
             index[c] = {s.en: s for s in pairs[c] if counts[s.en] == 1}
-    origlang: dict[str, int] = {}
-    seen = {c: set() for c in [PIVOT, *codes]}
-    rows = []
+    candidates = []
     for seg in pairs[codes[0]]:
         k = seg.key if key == "doc" else seg.en
         segs = [index[c].get(k) for c in codes]
@@ -341,20 +370,40 @@ def join_on_english(pairs: Mapping[str, Sequence[Segment]], key: str = "doc",
         if any(s.en != seg.en for s in segs):
             stats["english_mismatch"] += 1
             continue
-        row = {PIVOT: seg.en, **{c: s.xx for c, s in zip(codes, segs)}}
-        if not keep_repeats and any(not text.strip() for text in row.values()):
+        candidates.append(({PIVOT: seg.en, **{c: s.xx for c, s in zip(codes, segs)}}, seg.origlang))
+    if keep_repeats:
+        rows, origlang = [row for row, _ in candidates], _origlang_counts(orig for _, orig in candidates)
+    else:
+        rows, origlang = _retrievable_rows(candidates, stats)
+    stats["sentences"] = len(rows)
+    stats["origlang"] = origlang
+    return rows, stats
+
+
+def _origlang_counts(origlangs) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for orig in origlangs:
+        counts[orig or "unknown"] = counts.get(orig or "unknown", 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _retrievable_rows(candidates, stats: dict) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """The rows of ``(row, origlang)`` candidates that retrieval can score: a row with an empty sentence,
+    or repeating an earlier row's sentence in any language, is left out (counted in ``stats``).
+    Returns the rows and their count per original language."""
+    seen: dict[str, set] = {}
+    kept = []
+    for row, orig in candidates:
+        if any(not text.strip() for text in row.values()):
             stats["empty_removed"] += 1
             continue
-        if not keep_repeats and any(text in seen[c] for c, text in row.items()):
+        if any(text in seen.setdefault(c, set()) for c, text in row.items()):
             stats["duplicates_removed"] += 1
             continue
         for c, text in row.items():
             seen[c].add(text)
-        rows.append(row)
-        origlang[seg.origlang or "unknown"] = origlang.get(seg.origlang or "unknown", 0) + 1
-    stats["sentences"] = len(rows)
-    stats["origlang"] = dict(sorted(origlang.items()))
-    return rows, stats
+        kept.append((row, orig))
+    return [row for row, _ in kept], _origlang_counts(orig for _, orig in kept)
 
 
 def nway_texts(test_set: str, tarballs: Sequence[Path | str], codes: Sequence[str],
@@ -408,12 +457,78 @@ def build_texts(test_set: str, tarballs: Sequence[Path | str], codes: Sequence[s
     of ``codes`` the test set has, and ``<out_dir>/meta.json``; returns the meta record. ``key``: see
     :func:`join_on_english`."""
     rows, meta = nway_texts(test_set, tarballs, codes, md5, key)
+    return _write_texts(out_dir, prefix, rows, meta["languages"], meta)
+
+
+def _write_texts(out_dir: Path | str, prefix: str, rows: Sequence[Mapping[str, str]], written: Sequence[str],
+                 meta: dict) -> dict:
+    """``<out_dir>/<prefix><code>.txt`` per language and ``meta.json`` (``meta`` plus the counts and files)."""
     out_dir = Path(out_dir)
-    for code in meta["languages"]:
+    for code in written:
         _write_column(rows, code, out_dir / f"{prefix}{code}.txt")
-    meta["files"] = {code: f"{prefix}{code}.txt" for code in meta["languages"]}
+    meta = {**meta, "sentences": len(rows), "languages": list(written),
+            "files": {code: f"{prefix}{code}.txt" for code in written}}
     write_json(out_dir / "meta.json", meta)
     return meta
+
+
+def read_text_files(files: Mapping[str, Path | str]) -> dict[str, list[str]]:
+    """The lines of N-way plain-text files (``{code: path}``, line i the same sentence in every file).
+    A missing or empty file, or files of different lengths, is an error naming the files."""
+    lines = {}
+    for code, path in files.items():
+        if not Path(path).is_file():
+            raise WmtError(f"{path}: the {code} file of the test set does not exist")
+        lines[code] = list(iter_lines(path))
+        if not lines[code]:
+            raise WmtError(f"{path}: the {code} file of the test set is empty")
+    counts = {code: len(v) for code, v in lines.items()}
+    if len(set(counts.values())) > 1:
+        raise WmtError("test-set files are not line-aligned (N-way files need the same number of lines): "
+                       + ", ".join(f"{files[c]} has {n}" for c, n in counts.items()))
+    return lines
+
+
+def build_texts_from_files(test_set: str, files: Mapping[str, Path | str], codes: Sequence[str],
+                           out_dir: Path | str, prefix: str = "") -> dict:
+    """:func:`build_texts` from N-way plain-text files (``{code: path}``, one per language of ``codes``
+    the test set has, English included): the same outputs and ``meta.json`` keys; rows are aligned by
+    line number, and rows retrieval cannot score are left out as there."""
+    codes = list(dict.fromkeys(codes))
+    for code in [*codes, *files]:
+        languages.get(code)  # clear error for an unknown code
+    present, absent = language_pairs(test_set, codes)
+    written = [c for c in codes if c == PIVOT or c in present]
+    if len(written) < 2:
+        raise WmtError(f"test set {test_set} has fewer than 2 of the languages {', '.join(codes)}: "
+                       + "; ".join(f"{c}: {r}" for c, r in absent.items()))
+    problems = []
+    if missing := [c for c in written if c not in files]:
+        problems.append(f"no file given for {', '.join(missing)}")
+    if extra := [c for c in files if c not in written]:
+        problems.append(f"files given for {', '.join(extra)}, which are not among them"
+                        + "".join(f" ({c}: {absent[c]})" for c in extra if c in absent))
+    if problems:
+        raise WmtError(f"test set {test_set}, languages {', '.join(written)}: {'; '.join(problems)}")
+    lines = read_text_files({c: files[c] for c in written})
+    stats = {"candidates": len(lines[written[0]]), "english_mismatch": 0, "ambiguous_english": 0,
+             "empty_removed": 0, "duplicates_removed": 0}
+    candidates = [({c: lines[c][i] for c in written}, None) for i in range(stats["candidates"])]
+    rows, origlang = _retrievable_rows(candidates, stats)
+    if not rows:
+        raise WmtError(f"test set {test_set}: every line of {', '.join(str(files[c]) for c in written)} is empty "
+                       f"or repeats an earlier one")
+    return _write_texts(out_dir, prefix, rows, written, {
+        "test_set": test_set,
+        "sacrebleu_version": _sacrebleu_version(),
+        "archives": [],
+        "texts": [{"language": c, "file": str(files[c]), "lines": len(lines[c]), "md5": md5_file(files[c])}
+                  for c in written],
+        "absent": absent,
+        "pairs": {c: {"langpair": lp, "segments": len(lines[c])} for c, (lp, _) in present.items()},
+        "join": {"key": "line number (N-way plain-text files)", **stats, "sentences": len(rows),
+                 "origlang": origlang},
+    })
 
 
 def write_nway_files(test_set: str, tarballs: Sequence[Path | str], paths: Mapping[str, Path | str],

@@ -149,7 +149,12 @@ def cmd_eval_table(a):
     elif a.task == "mldoc":
         tables.write_mldoc_table(a.md, a.csv, scores=scores, **common)
     else:
-        tables.write_wmt_table(a.md, a.csv, scores=scores, **common)
+        from laser_repro.reporting.ablation import paper_full_model_value
+
+        baselines = {name: read_json(path) if path else None
+                     for name, path in (("init", a.init_scores), ("tfidf", a.tfidf_scores))}
+        tables.write_wmt_table(a.md, a.csv, scores=scores, paper=paper_full_model_value(7, "wmt_error"),
+                               **baselines, **common)
 
 
 def add_cli(sub) -> None:
@@ -199,6 +204,8 @@ def add_cli(sub) -> None:
     s.add_argument("--missing", help="why the task could not run and how to get its data")
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
+    s.add_argument("--init-scores", help="wmt: the scores of the encoder at update 0 (baseline)")
+    s.add_argument("--tfidf-scores", help="wmt: the scores of the TF-IDF baseline")
     s.add_argument("--md8", help="xnli: Table 8 Markdown")
     s.add_argument("--csv8", help="xnli: Table 8 CSV")
     s.set_defaults(func=cmd_eval_table)

@@ -108,7 +108,7 @@ def mean_over(result: Mapping, languages: Sequence[str]) -> float:
 
 
 # ---- TF-IDF baseline ------------------------------------------------------------------------------------
-def _tfidf_fit(groups: Sequence[Sequence[str]]) -> list:
+def tfidf_fit(groups: Sequence[Sequence[str]]) -> list:
     """L2-normalised character n-gram TF-IDF rows of every group of lines, one vocabulary fitted on all."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
@@ -124,7 +124,7 @@ def _tfidf_fit(groups: Sequence[Sequence[str]]) -> list:
 
 def tfidf_vectors(xx_lines: Sequence[str], en_lines: Sequence[str]):
     """L2-normalised character n-gram TF-IDF rows of both sides, one vocabulary fitted on both."""
-    xx, en = _tfidf_fit([list(xx_lines), list(en_lines)])
+    xx, en = tfidf_fit([list(xx_lines), list(en_lines)])
     return xx, en
 
 
@@ -152,5 +152,5 @@ def tfidf_error_matrix(lines: Mapping[str, Sequence[str]], languages: Sequence[s
     n = sizes[languages[0]]
     if n == 0:
         raise ValueError("no sentences")
-    vectors = dict(zip(languages, _tfidf_fit([list(lines[lang]) for lang in languages])))
+    vectors = dict(zip(languages, tfidf_fit([list(lines[lang]) for lang in languages])))
     return _error_matrix(vectors, languages, n)

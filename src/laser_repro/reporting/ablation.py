@@ -127,6 +127,15 @@ def paper_ablation_rows(table: int) -> dict[str, dict]:
     return out
 
 
+def paper_full_model_value(table: int, metric: str) -> tuple[float, str]:
+    """The paper's full-model value of one metric of Table 5, 6 or 7, and where it is printed."""
+    setting = PAPER_BASE_SETTING[table]
+    for r in read_paper_csv(PAPER_ABLATIONS):
+        if int(r["table"]) == table and r["setting"] == setting and r["metric"] == metric:
+            return float(r["value"]), r["source"]
+    raise KeyError(f"{PAPER_ABLATIONS}: no {metric} for table {table}, setting {setting}")
+
+
 def paper_average_checks() -> dict[str, dict]:
     """For each ablation metric: the paper's full-model value (Tables 5-7) beside the same average
     rebuilt from the paper's per-language tables by our rule, and whether they agree (to 0.01).
