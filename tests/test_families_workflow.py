@@ -204,7 +204,7 @@ def _job_counts(out: str) -> dict:
                                              ("config/schwenk_douze_small.yaml", {"multienc_train": 5}),
                                              # seeds [1, 2, 3]: every model three times
                                              ("config/compare.yaml", {"multienc_train": 9, "laser_train": 6, "labse_train": 9,
-                                                                     "bisent2vec_train": 12}),
+                                                                     "bisent2vec_train": 12, "reproduces_table": 1}),
                                              ("config/labse_small.yaml", {"labse_train": 3, "labse_pretrain": 1}),
                                              ("config/labse_2020.yaml", {"labse_train": 4, "labse_pretrain": 1}),
                                              ("config/bisent2vec_2019.yaml", {"bisent2vec_train": 14})])

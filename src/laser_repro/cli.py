@@ -25,6 +25,7 @@ from laser_repro.models.bisent2vec import vocab as bisent2vec_vocab
 from laser_repro.models.labse import vocab as labse_vocab
 from laser_repro.models.laser import nli_multitask
 from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, compare, labse as labse_tables, schwenk_douze
+from laser_repro.reporting import reproduces
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for module in (core_cli, doctor, budget, download, data_cli, nway, training, models_cli, nli_multitask, labse_vocab, bisent2vec_vocab,
                    evaluation_cli, bucc, xnli, mldoc, wmt, flores, nway_eval, retrieval, word_translation, europarl,
-                   ablation, schwenk_douze, labse_tables, bisent2vec_tables, compare, provenance):
+                   ablation, schwenk_douze, labse_tables, bisent2vec_tables, compare, reproduces, provenance):
         module.add_cli(sub)
     return p
 

@@ -393,6 +393,17 @@ def labse_targets():
             *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in tabled(LABSE)]]
 
 
+def heldout_scores_file(trained, family):
+    """The held-out FLORES scores of a trained model (a seed replicate too): a LASER variant's flores-xsim
+    scores, another family's similarity scores on its nway_data validation lines."""
+    return f"{RUN}/flores/{trained}/scores.json" if family == "laser" else f"{RUN}/models/{trained}/similarity.json"
+
+
+def train_benchmark(trained):
+    """The Snakemake benchmark of a model's training job (laser_train, multienc_train, labse_train, bisent2vec_train)."""
+    return f"{RUN}/benchmarks/{trained}/train.tsv"
+
+
 def compare_columns():
     """The columns of the FLORES comparison, in order: column name -> {"family", "description", "scores": [files]}.
     One column per model; the Bi-Sent2Vec models, one per en-xx pair, are one column per n-gram setting (the
@@ -400,8 +411,7 @@ def compare_columns():
     out = {}
     for name, f in PLAN.compared_models.items():
         # the score files of each seed (config `seeds`), this model's first
-        by_seed = [f"{RUN}/flores/{r}/scores.json" if f == "laser" else f"{RUN}/models/{r}/similarity.json"
-                   for r in PLAN.seed_replicates(name)]
+        by_seed = [heldout_scores_file(r, f) for r in PLAN.seed_replicates(name)]
         if f == "laser":
             column = out[name] = {"family": f, "description": "LASER (this run's model section)", "scores": []}
         elif f == "bisent2vec":
@@ -420,6 +430,38 @@ def compare_columns():
                 replicates.append({"scores": []})
             replicates[k]["scores"].append(path)
     return out
+
+
+def reproduces_model(name):
+    """A model of a claim for --claims: its score and training benchmark files per seed, and its LaBSE
+    pre-training's benchmark (shared by the seeds)."""
+    family = PLAN.family(name)
+    pretraining = PLAN.labse_pretraining(name) if family == "labse" else None
+    return {"name": name, "family": family,
+            "runs": [{"seed": seed, "scores": heldout_scores_file(trained, family), "benchmark": train_benchmark(trained)}
+                     for seed, trained in PLAN.seed_runs(name).items()],
+            "pretraining": pretraining and {"id": pretraining,
+                                            "benchmark": f"{RUN}/benchmarks/labse_pretrain/{pretraining}.tsv"}}
+
+
+def reproduces_claims():
+    return [{"claim": c["claim"], "better": [reproduces_model(n) for n in c["better"]],
+             "worse": [reproduces_model(n) for n in c["worse"]]} for c in PLAN.reproduces]
+
+
+def reproduces_models():
+    """Every trained model of the claims (seed replicates included)."""
+    return list(dict.fromkeys(trained for c in PLAN.reproduces for key in ("better", "worse") for name in c[key]
+                              for trained in PLAN.seed_runs(name).values()))
+
+
+def reproduces_files(kind):
+    """The "scores" or "benchmark" files of the claims' models (pre-trainings' benchmarks too)."""
+    models = [m for c in reproduces_claims() for key in ("better", "worse") for m in c[key]]
+    files = [r[kind] for m in models for r in m["runs"]]
+    if kind == "benchmark":
+        files += [m["pretraining"]["benchmark"] for m in models if m["pretraining"]]
+    return list(dict.fromkeys(files))
 
 
 def shell_quote_json(data):

@@ -1,6 +1,6 @@
 # Model families on the same data (config/compare.yaml): one FLORES xsim table with the LASER model and
 # every other model validated on the held-out FLORES lines of flores_eval, beside TF-IDF and each
-# model at update 0 (laser_repro.reporting.compare).
+# model at update 0 (laser_repro.reporting.compare); what the run reproduces (config `reproduces`).
 
 
 rule compare_flores:
@@ -31,5 +31,32 @@ rule compare_flores:
     shell:
         logged("laser-repro compare-flores --laser {params.laser:q} --similarity {params.similarity:q}"
                " --models {params.models} --tfidf {input.tfidf:q} --langs {params.langs:q}"
+               " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
+               " --model-records {params.records:q}")
+
+
+# What this run reproduces (config `reproduces`): per claim of the papers, the two models' held-out FLORES
+# error over the seeds, their inits, a verdict and the training wall time (laser_repro.reporting.reproduces).
+rule reproduces_table:
+    input:
+        scores=lambda w: reproduces_files("scores"),
+        benchmarks=lambda w: reproduces_files("benchmark"),
+        tfidf=f"{RUN}/flores/tfidf.json",
+        records=lambda w: [model_record_file(name) for name in reproduces_models()],
+    output:
+        md="results/tables/{run}/reproduces.md",
+        csv=report("results/tables/{run}/reproduces.csv", category="Similarity search", caption="../report/table.rst"),
+    log:
+        "results/{run}/logs/reproduces_table.log",
+    params:
+        claims=lambda w: shell_quote_json(reproduces_claims()),
+        langs=lambda w: list(PLAN.flores_languages),
+        heldout=lambda w: list(FLORES["heldout_lines"]),
+        run=CFG["run_name"],
+        records=lambda w: model_records_arg(reproduces_models()),
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro reproduces-table --claims {params.claims} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
                " --model-records {params.records:q}")

@@ -167,6 +167,28 @@ class Plan:
         """A trained model's seed replicates in seed order, the model itself first ([name] with one seed)."""
         return [name, *(r for r, of in self.replicate_of.items() if of == name)]
 
+    def seed_runs(self, name: str) -> dict[int, str]:
+        """seed -> the trained model of that seed, of a configured model: a LASER variant by its ablation name
+        (``layers1`` may be ``base``) or a model of `models`; the configured seed's is the model itself."""
+        if name in self.variant_aliases:
+            trained, configured = self.variant_aliases[name], self.config["train"]["seed"]
+        else:
+            trained, configured = name, self.config["models"][name]["train"]["seed"]
+        return {seed: trained if seed == configured else replicate_name(trained, seed)
+                for seed in self.replicate_seeds(configured)}
+
+    @property
+    def reproduces(self) -> list[dict]:
+        """config `reproduces`: ``{"claim", "better": [names], "worse": [names]}`` each (a side given as one
+        name is a list of one)."""
+        return [{"claim": c["claim"], **{key: [c[key]] if isinstance(c[key], str) else list(c[key])
+                                         for key in ("better", "worse")}}
+                for c in self.config.get("reproduces") or []]
+
+    def family(self, name: str) -> str:
+        """A configured model's family: laser for a LASER variant (by its ablation name), else its `models` entry's."""
+        return "laser" if name in self.variant_aliases else self.config["models"][name]["family"]
+
     def configured(self, names) -> list[str]:
         """``names`` without the seed replicates: the models a table has a row or column for."""
         return [n for n in names if n not in self.replicate_of]

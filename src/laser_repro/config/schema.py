@@ -396,6 +396,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                 raise ConfigError(f"{source}: {where}.download.alternatives[{i}]: {shape}")
     _check_models(config, source, origin or Origin(), known)
     _check_seeds(config, source, origin or Origin())
+    _check_reproduces(config, source, origin or Origin())
     if "model" not in config:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):
             raise ConfigError(f"{source}: flores_eval: scores the LASER model (the top-level model section), "
@@ -479,6 +480,46 @@ def _check_seeds(config: dict, source: str, origin: Origin) -> None:
             raise ConfigError(f"{origin.locate(['seeds']) or source}: seeds: {seeds} does not list {_key_path(path)} "
                               f"({seed}): list every model's configured seed (its replicate of that seed is the "
                               f"model itself)")
+
+
+def _check_reproduces(config: dict, source: str, origin: Origin) -> None:
+    """`reproduces`: known claim ids, each once; every name a LASER variant (with flores_eval) or a model of
+    `models` validated on flores_eval's held-out lines (the same sentences); no model on both sides."""
+    plan = Plan(config)
+    if not plan.reproduces:
+        return
+    from laser_repro.reporting.reproduces import CLAIMS
+
+    def fail(path: list, message: str):
+        raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {message}")
+
+    laser = plan.variant_aliases
+    compared = plan.compared_models
+    seen: set[str] = set()
+    for i, claim in enumerate(plan.reproduces):
+        if claim["claim"] not in CLAIMS:
+            fail(["reproduces", i, "claim"], f"{claim['claim']!r} is not a known claim ({', '.join(CLAIMS)})")
+        if claim["claim"] in seen:
+            fail(["reproduces", i, "claim"], f"{claim['claim']!r} is listed twice")
+        seen.add(claim["claim"])
+        trained = {}
+        for key in ("better", "worse"):
+            for name in claim[key]:
+                path = ["reproduces", i, key]
+                if name in laser:
+                    if not config.get("flores_eval"):
+                        fail(path, f"LASER model {name!r} is scored on FLORES only with flores_eval")
+                elif name in config.get("models", {}):
+                    if name not in compared:
+                        fail(path, f"model {name!r} is not validated on flores_eval's held-out lines (its nway_data "
+                                   f"valid.heldout_lines of the flores_eval corpus): not the same sentences")
+                else:
+                    fail(path, f"{name!r} is neither a LASER model of this run ({', '.join(laser) or 'none'}) nor a "
+                               f"model of `models` ({', '.join(config.get('models', {})) or 'none'})")
+                model = laser.get(name, name)
+                if trained.get(model, key) != key:
+                    fail(path, f"{name!r} is the same model on both sides")
+                trained[model] = key
 
 
 def _check_models(config: dict, source: str, origin: Origin, known) -> None:

@@ -34,6 +34,15 @@ def _from_matrix(matrix: Mapping, lang: str) -> tuple[float, float, int] | None:
     return round(pairs[there], 2), round(pairs[back], 2), matrix["sentences"]
 
 
+def language_scores(family: str, scores: Mapping, system: str, lang: str) -> tuple[float, float, int] | None:
+    """(en→xx, xx→en, sentences) of one language of a model's scores (``system``: "model" or "init"),
+    a LASER variant's flores-xsim scores or another family's similarity scores; None when the model has no
+    encoder for the language."""
+    if family == "laser":
+        return _from_laser(scores, system, lang)
+    return _from_matrix(scores["similarity" if system == "model" else "init"], lang)
+
+
 def compare_rows(models: Mapping[str, tuple[str, Mapping]], tfidf: Mapping, langs: Sequence[str]) -> list[dict]:
     """One row per language: ``<model>`` and ``<model> init`` (en→xx, xx→en) for every model
     (``name -> (family, scores)``), and TF-IDF. Raises when the models were not scored on the same
@@ -44,10 +53,7 @@ def compare_rows(models: Mapping[str, tuple[str, Mapping]], tfidf: Mapping, lang
         sizes = {}
         for name, (family, scores) in models.items():
             for system, suffix in (("model", ""), ("init", " init")):
-                if family == "laser":
-                    got = _from_laser(scores, system, lang)
-                else:
-                    got = _from_matrix(scores["similarity" if system == "model" else "init"], lang)
+                got = language_scores(family, scores, system, lang)
                 row[f"{name}{suffix}"] = None if got is None else got[:2]
                 if got is not None:
                     sizes[f"{name}{suffix}"] = got[2]
