@@ -165,20 +165,24 @@ def test_compare_config(tmp_path):
     cfg = config.load(COMPARE)
     plan = Plan(cfg)
     assert plan.laser is True
-    assert plan.compared_models == {"base": "laser", "schwenk_douze": "multienc", "labse": "labse",
-                                    **{f"bisent2vec_en_{xx}": "bisent2vec" for xx in ("fr", "es", "ru", "ar", "zh")}}
-    assert list(plan.variants) == ["base"]
+    assert plan.compared_models == {"base": "laser", "sd_bilstm_all": "multienc", "sd_lstm_1to1": "multienc",
+                                    "sd_bilstm_1to1": "multienc", "labse_m0": "labse", "labse_ams": "labse",
+                                    "labse_ams_pt": "labse",
+                                    **{f"b2v_en_{xx}_{n}": "bisent2vec" for xx in ("fr", "de") for n in ("uni", "bi")}}
+    # every LASER model once per seed: base, layers3 and their replicates .seed2, .seed3
+    assert sorted(plan.variants) == sorted(["base", "layers3", *(f"{v}.seed{k}" for v in ("base", "layers3") for k in (2, 3))])
 
 
 def test_compare_config_other_heldout_lines_not_compared():
     cfg = yaml.safe_load(COMPARE.read_text(encoding="utf-8"))
-    cfg["nway_data"]["flores6"]["valid"] = {"heldout_lines": [700, 900]}
+    cfg["nway_data"]["news5"]["valid"] = {"heldout_lines": [700, 900]}
+    cfg.pop("reproduces")  # its claims name the models that are no longer compared
     assert Plan(config.validate(cfg)).compared_models == {}
 
 
 def test_multienc_model_named_like_laser_model(tmp_path):
     cfg = yaml.safe_load(COMPARE.read_text(encoding="utf-8"))
-    cfg["models"]["base"] = cfg["models"].pop("schwenk_douze")
+    cfg["models"]["base"] = cfg["models"].pop("sd_bilstm_all")
     msg = _error(_write(tmp_path, cfg))
     assert "models.base: the name of a LASER model of this run" in msg
 
