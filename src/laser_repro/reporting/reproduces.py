@@ -67,7 +67,7 @@ CLAIMS: dict[str, Claim] = {
         Evidence("bisent2vec_2019", 1, "t1.bis2v.uni_bi.nn", "t1.bis2v.uni.nn", "avg",
                  "word translation P@1 (%)", True),
         Evidence("bisent2vec_2019", 3, "t3.bis2v.uni_bi.nn", "t3.bis2v.uni.nn", "avg",
-                 "word translation P@1 (%)", True))),
+                 "sentence retrieval P@1 (%)", True))),
 }
 
 
