@@ -46,7 +46,7 @@ def opus_urls(plan: Plan) -> dict[str, list[str]]:
             codes = (languages.opus_code(b.src, c.get("codes")), languages.opus_code(b.tgt, c.get("codes")))
             out.setdefault(b.corpus, []).append(opus_moses_url(c["corpus"], c["version"], *codes))
     for name, c in plan.corpora.items():
-        if "download" in c:
+        if "download" in c and "sacrebleu" not in c["download"]:  # sacrebleu's WMT tarballs are not OPUS's
             for choice in plan.archive_urls(name):
                 for url in [choice] if isinstance(choice, str) else choice:
                     if url.startswith(OPUS_BASE_URL + "/"):
