@@ -72,6 +72,17 @@ def compared_settings(family: str, settings: Mapping) -> dict:
     return {"weights": f.fingerprint_settings(settings), "stopping": f.stopping_settings(settings)}
 
 
+def require_model_records(spec: Mapping[str, Mapping] | None, command: str) -> None:
+    """A table command's ``--model-records`` check (:func:`check_model_records`; nothing when not given):
+    a disagreement ends the command with one line naming it."""
+    if spec is None:
+        return
+    try:
+        check_model_records(spec)
+    except ValueError as err:
+        raise SystemExit(f"{command}: {err}") from None
+
+
 def check_model_records(spec: Mapping[str, Mapping]) -> dict[str, dict]:
     """``spec``: ``{model name: {"family", "record": path, "settings": the config's --settings}}``.
     Returns ``{name: record}``; raises :class:`ModelRecordMismatch` naming the model, its record, the

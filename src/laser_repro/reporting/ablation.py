@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.reporting.tables import load_paper_tatoeba, mean, paper_values, read_paper_csv, write_table
 from laser_repro.core.textio import atomic_output
-from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import seeds
 
 PAPER_ABLATIONS = "paper_tables5_7_ablations.csv"
@@ -322,11 +322,7 @@ def cmd_metrics_summary(a) -> None:
 
 
 def cmd_ablation_table(a) -> None:
-    if a.model_records is not None:
-        try:
-            check_model_records(a.model_records)
-        except ValueError as err:
-            raise SystemExit(f"ablation-table: {err}") from None
+    require_model_records(a.model_records, "ablation-table")
     rows = json.loads(a.rows)
     for i, row in enumerate(rows):
         for key in ("label", "variant", "model", "setting"):

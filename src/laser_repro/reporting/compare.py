@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core import languages
 from laser_repro.core.textio import atomic_output, read_json
-from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import seeds
 
 PIVOT = "eng"
@@ -144,11 +144,7 @@ def merge_matrices(scores: Sequence[Mapping], paths: Sequence[str]) -> dict:
 def cmd_compare(a) -> None:
     import json
 
-    if a.model_records is not None:
-        try:
-            check_model_records(a.model_records)
-        except ValueError as err:
-            raise SystemExit(f"compare-flores: {err}") from None
+    require_model_records(a.model_records, "compare-flores")
     listed = json.loads(a.models)  # a list: the column order
     specs = {m["name"]: m for m in listed}
     files = {**_named(a.laser, "--laser"), **_named(a.similarity, "--similarity")}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Sequence
 
 from laser_repro.core.textio import atomic_output, read_json
-from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import compare, seeds
 
 #: a model "learned" when its error is more than this many points below its error at update 0
@@ -366,11 +366,7 @@ def _load_side(entries: Sequence[Mapping], where: str) -> list[dict]:
 def cmd_reproduces(a) -> None:
     import json
 
-    if a.model_records is not None:
-        try:
-            check_model_records(a.model_records)
-        except ValueError as err:
-            raise SystemExit(f"reproduces-table: {err}") from None
+    require_model_records(a.model_records, "reproduces-table")
     tfidf = read_json(a.tfidf)
     rows = []
     try:

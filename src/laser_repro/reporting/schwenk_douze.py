@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
-from laser_repro.models.record import add_model_records_option, check_model_records
+from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.evaluation.xsim import mean_over, pair_key
 from laser_repro.reporting import seeds
 from laser_repro.reporting.tables import fmt2
@@ -316,11 +316,7 @@ def cmd_tables(a):
 
     from laser_repro.core.textio import read_json
 
-    if a.model_records is not None:
-        try:
-            check_model_records(a.model_records)
-        except ValueError as err:
-            raise SystemExit(f"multienc-tables: {err}") from None
+    require_model_records(a.model_records, "multienc-tables")
     models = json.loads(a.models)  # a list, in the order of --similarity
     if len(models) != len(a.similarity):
         raise SystemExit(f"multienc-tables: {len(models)} models but {len(a.similarity)} --similarity files")
