@@ -206,3 +206,63 @@ def test_paper_config_parameter_count():
     assert n_total == exp_encoder + exp_decoder == 119_582_612
     assert model.encoder.output_units == 1024
     print(f"paper config (V={V}): encoder {n_encoder:,} parameters, total {n_total:,}")
+
+
+def test_target_output_vocabulary_is_the_joint_softmax_restricted_to_target_tokens():
+    """--decoder-output-vocab targets: the output layer has a row per target-side token (+ specials);
+    its log-probabilities are the joint model's softmax taken over those rows only; a target token outside
+    them scores as <unk>, padding keeps its id (ignored by the loss)."""
+    torch.manual_seed(0)
+    d = make_dictionary(30)
+    target_side = [9, 4, 17, 12, 4]
+    joint = build(d, **SMALL)
+    args = Namespace(**SMALL, decoder_output_vocab="targets")
+    base_architecture(args)
+    task = SimpleNamespace(source_dictionary=d, target_dictionary=d, target_langs=["eng", "spa"],
+                           decoder_output_tokens=lambda: target_side)
+    restricted = LaserLSTMModel.build_model(args, task)
+    rows = restricted.decoder.output_tokens
+    assert rows.tolist() == [0, 1, 2, 3, 4, 9, 12, 17]  # the specials, then the target-side ids, sorted
+    assert restricted.decoder.fc_out.weight.shape == (len(rows), restricted.decoder.fc_out.in_features)
+    # same weights: the joint model's parameters, its output rows selected
+    state = joint.state_dict()
+    state["decoder.fc_out.weight"] = state["decoder.fc_out.weight"][rows]
+    state["decoder.fc_out.bias"] = state["decoder.fc_out.bias"][rows]
+    state["decoder.output_tokens"] = rows
+    state["decoder.output_index"] = restricted.decoder.output_index
+    restricted.load_state_dict(state, strict=True)
+    joint.eval(), restricted.eval()
+    g = torch.Generator().manual_seed(1)
+    src, src_len = right_padded(random_sentences(d, [7, 3], g), d.pad())
+    prev, _ = right_padded([[d.eos(), 9, 12], [d.eos(), 4]], d.pad())
+    lang = torch.tensor([0, 1])
+    full = torch.log_softmax(joint(src, src_len, prev, tgt_lang_id=lang)[0], dim=-1)
+    out = restricted(src, src_len, prev, tgt_lang_id=lang)
+    assert out[0].shape == (2, 3, len(rows))
+    lprobs = restricted.get_normalized_probs(out, log_probs=True)
+    expected = torch.log_softmax(full[..., rows], dim=-1)
+    assert torch.allclose(lprobs, expected, atol=1e-6)
+    # targets: dictionary ids -> output rows; 25 is no target-side token -> <unk>'s row
+    target = torch.tensor([[9, 17, d.eos()], [25, d.eos(), d.pad()]])
+    mapped = restricted.get_targets({"target": target}, out)
+    assert mapped.tolist() == [[5, 7, 2], [3, 2, 1]]
+    assert joint.get_targets({"target": target}, None) is target
+    # a tied output layer takes the embedding rows of the same tokens
+    tied = Namespace(**{**SMALL, "decoder_out_embed_dim": SMALL["decoder_embed_dim"]},
+                     share_decoder_input_output_embed=True, decoder_output_vocab="targets")
+    base_architecture(tied)
+    tied_model = LaserLSTMModel.build_model(tied, task)
+    assert tied_model(src, src_len, prev, tgt_lang_id=lang)[0].shape == (2, 3, len(rows))
+
+
+def test_target_output_vocabulary_refuses_ids_outside_the_dictionary():
+    d = make_dictionary(10)
+    args = Namespace(**SMALL, decoder_output_vocab="targets")
+    base_architecture(args)
+    task = SimpleNamespace(source_dictionary=d, target_dictionary=d, target_langs=["eng"],
+                           decoder_output_tokens=lambda: [5, len(d)])
+    with pytest.raises(ValueError, match="outside the dictionary"):
+        LaserLSTMModel.build_model(args, task)
+    no_tokens = SimpleNamespace(source_dictionary=d, target_dictionary=d, target_langs=["eng"])
+    with pytest.raises(ValueError, match="decoder_output_tokens"):
+        LaserLSTMModel.build_model(args, no_tokens)

@@ -186,3 +186,33 @@ def test_train_resume_export(data_dir, tmp_path):
     diff = float(np.abs(standalone - reference).max())
     print(f"trained model: standalone vs fairseq encoder max |diff| = {diff:.2e} over {len(lines)} sentences")
     assert diff <= 1e-5
+
+
+def test_target_output_vocabulary_trains_resumes_and_loads(data_dir, tmp_path):
+    """model.decoder_output_vocab: targets end to end: the output layer covers exactly the tokens of the
+    target sides of the training files (read by the task), a resumed run rebuilds the same layer, and
+    load_model / export rebuild the model from the checkpoint alone."""
+    from fairseq.data import Dictionary
+
+    save_dir = tmp_path / "checkpoints"
+    model_cfg = dict(SMALL_MODEL, decoder_output_vocab="targets")
+    train_cfg = dict(lr=0.001, max_tokens=120, update_freq=1, max_epoch=1, seed=7, log_interval=5)
+    argv = fairseq_bridge.fairseq_train_argv(data_dir, save_dir, LANG_PAIRS, TARGETS, model_cfg, train_cfg, cpu=True)
+    assert argv[argv.index("--decoder-output-vocab") + 1] == "targets"
+    fairseq_bridge.train(argv)
+    train_cfg["max_epoch"] = 2
+    fairseq_bridge.train(
+        fairseq_bridge.fairseq_train_argv(data_dir, save_dir, LANG_PAIRS, TARGETS, model_cfg, train_cfg, cpu=True))
+    last = save_dir / "checkpoint_last.pt"
+    assert len(fairseq_bridge.load_checkpoint(last)["optimizer_history"]) == 2  # resumed: same layer shapes
+
+    dictionary = Dictionary.load(str(data_dir / "dict.txt"))
+    expected = set(range(dictionary.nspecial))
+    for src, tgt in PAIRS:
+        for line in (data_dir.parent / "text" / f"train.{src}-{tgt}.{tgt}").read_text(encoding="utf-8").splitlines():
+            expected |= set(dictionary.encode_line(line, add_if_not_exist=False).tolist())
+    model, _, state = fairseq_bridge.load_model(last)
+    assert model.decoder.output_tokens.tolist() == sorted(expected) and len(expected) < len(dictionary)
+    assert state["model"]["decoder.fc_out.weight"].shape[0] == len(expected)
+    info = export_encoder(last, tmp_path / "encoder.pt")
+    assert info["params"]["num_layers"] == SMALL_MODEL["encoder_layers"]

@@ -48,6 +48,7 @@ _MODEL_KEYS = {
     "decoder_lang_embed_dim": "--decoder-lang-embed-dim",
     "decoder_out_embed_dim": "--decoder-out-embed-dim",
     "share_decoder_input_output_embed": "--share-decoder-input-output-embed",
+    "decoder_output_vocab": "--decoder-output-vocab",
     "dropout": "--dropout",
     "max_source_positions": "--max-source-positions",
     "max_target_positions": "--max-target-positions",
@@ -504,7 +505,13 @@ def load_model(checkpoint_path):
     target_langs = (state.get("task_state") or {}).get("laser_target_langs") or []
     if not target_langs:
         target_langs = [x for x in str(getattr(args, "target_langs", "")).split(",") if x]
-    task_like = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary, target_langs=target_langs)
+    # the decoder's output vocabulary (--decoder-output-vocab targets) is a buffer of the model itself
+    output_tokens = state["model"].get("decoder.output_tokens")
+    task_like = SimpleNamespace(source_dictionary=dictionary, target_dictionary=dictionary, target_langs=target_langs,
+                                decoder_output_tokens=lambda: output_tokens)
+    if output_tokens is None and getattr(args, "decoder_output_vocab", "joint") == "targets":
+        raise ValueError(f"{checkpoint_path}: trained with --decoder-output-vocab targets but has no "
+                         f"decoder.output_tokens (truncated or foreign checkpoint?)")
     model = LaserLSTMModel.build_model(args, task_like)
     model.load_state_dict(state["model"], strict=True)
     model.eval()

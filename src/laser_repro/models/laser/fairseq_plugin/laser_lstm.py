@@ -11,6 +11,14 @@
   Linear(4D -> nli_hidden_dim) -> Tanh -> dropout -> Linear(nli_hidden_dim -> 3) classifies
   the features ``concat(p, h, p*h, |p-h|)`` into entailment / neutral / contradiction.
   It lives in the fairseq model only; export takes the ``encoder.*`` weights.
+* Decoder output vocabulary (``--decoder-output-vocab``): ``joint`` (the paper: the softmax runs over
+  the whole joint dictionary) or ``targets``: only over the tokens that occur in the target-language
+  side of the training data (plus the special symbols), given by the task.  The decoder only ever
+  has to produce the target languages' text, so the other rows (the scripts of source-only languages:
+  two thirds of a 20-language dictionary with Chinese, Japanese and Korean characters) can only be
+  pushed towards zero probability; leaving them out gives the same objective without that work and
+  makes the output layer, most of an update on a CPU, several times smaller.  A target token outside
+  that set (held-out text) is scored as ``<unk>``.  The encoder always reads the joint dictionary.
 
 Where the paper is silent we follow fairseq's reference LASER trainer (``examples/laser/laser_src``):
 every LSTM / Linear weight and bias and every embedding starts from U(-0.1, 0.1); the encoder's
@@ -72,6 +80,8 @@ DEFAULTS: Dict[str, object] = {
     # the reference trainer's output projection (hidden -> 512 -> vocabulary); None = decoder_embed_dim
     "decoder_out_embed_dim": 512,
     "share_decoder_input_output_embed": False,
+    # softmax over the joint dictionary (the paper) or over the target languages' tokens only
+    "decoder_output_vocab": "joint",
     "max_source_positions": 250,
     "max_target_positions": 250,
     # hidden units of the NLI classifier head (used only with --nli-weight > 0)
@@ -125,6 +135,20 @@ def token_embedding(num: int, dim: int, padding_idx: int) -> nn.Embedding:
     nn.init.uniform_(emb.weight, -INIT_RANGE, INIT_RANGE)
     nn.init.zeros_(emb.weight[padding_idx])
     return emb
+
+
+def _output_token_ids(tokens, dictionary) -> Tensor:
+    """The decoder's output vocabulary as a sorted LongTensor of dictionary ids, with the special
+    symbols (they keep their ids: padding is ignored by the loss under its own id)."""
+    ids = torch.as_tensor(tokens, dtype=torch.long).flatten()
+    specials = torch.tensor([dictionary.bos(), dictionary.pad(), dictionary.eos(), dictionary.unk()])
+    ids = torch.unique(torch.cat([specials, ids]))  # sorted
+    if int(ids[0]) < 0 or int(ids[-1]) >= len(dictionary):
+        raise ValueError(f"decoder output tokens outside the dictionary (ids {int(ids[0])}..{int(ids[-1])}, "
+                         f"{len(dictionary)} entries)")
+    if not torch.equal(ids[: len(specials)], specials.sort().values) or int(specials.max()) != len(specials) - 1:
+        raise ValueError("the dictionary's special symbols must be its first entries")
+    return ids
 
 
 def uniform_init(module: nn.Module) -> nn.Module:
@@ -234,6 +258,7 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
         dropout_out: float = 0.1,
         share_input_output_embed: bool = False,
         max_target_positions: int = 250,
+        output_tokens: Optional[Tensor] = None,
     ):
         super().__init__(dictionary)
         if num_langs < 1:
@@ -259,6 +284,18 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
             dropout=dropout_out if num_layers > 1 else 0.0,
         ))
         self.fc_hidden = uniform_init(nn.Linear(hidden_size, out_embed_dim))
+        num_outputs = len(dictionary)
+        if output_tokens is not None:
+            output_tokens = _output_token_ids(output_tokens, dictionary)
+            num_outputs = len(output_tokens)
+            # dictionary id -> output row; ids outside the output vocabulary score as <unk>
+            index = torch.full((len(dictionary),), int((output_tokens == dictionary.unk()).nonzero()), dtype=torch.long)
+            index[output_tokens] = torch.arange(num_outputs)
+            self.register_buffer("output_tokens", output_tokens)
+            self.register_buffer("output_index", index)
+        else:
+            self.output_tokens = None
+            self.output_index = None
         if share_input_output_embed:
             if out_embed_dim != embed_dim:
                 raise ValueError(
@@ -267,7 +304,11 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
                 )
             self.fc_out = None
         else:
-            self.fc_out = uniform_init(nn.Linear(out_embed_dim, len(dictionary)))
+            self.fc_out = uniform_init(nn.Linear(out_embed_dim, num_outputs))
+
+    def output_targets(self, target: Tensor) -> Tensor:
+        """Dictionary ids -> rows of the output layer (the identity without an output vocabulary)."""
+        return target if self.output_index is None else self.output_index[target]
 
     def _initial_state(self, sentemb: Tensor):
         bsz = sentemb.size(0)
@@ -335,7 +376,10 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
         x = self.fc_hidden(features)
         x = F.dropout(x, p=self.dropout_out, training=self.training)
         if self.fc_out is None:
-            return F.linear(x, self.embed_tokens.weight)
+            weight = self.embed_tokens.weight
+            if self.output_tokens is not None:
+                weight = weight.index_select(0, self.output_tokens)
+            return F.linear(x, weight)
         return self.fc_out(x)
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):
@@ -413,6 +457,9 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
             metavar="BOOL",
             help="tie the decoder input embedding and output projection",
         )
+        parser.add_argument("--decoder-output-vocab", choices=("joint", "targets"),
+                            help="softmax over the joint dictionary (the paper) or over the target "
+                                 "languages' training tokens only (the task's decoder_output_tokens())")
         parser.add_argument("--nli-hidden-dim", type=int, metavar="N",
                             help="hidden units of the NLI classifier head (only with --nli-weight > 0)")
         # in fairseq 0.12 --dropout is a per-model option; add it unless already present
@@ -428,6 +475,14 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
         if task.target_dictionary is not None and len(task.target_dictionary) != len(dictionary):
             raise ValueError("laser_lstm needs one joint source/target dictionary")
         num_langs = len(task.target_langs)
+        output_tokens = None
+        if args.decoder_output_vocab == "targets":
+            if not hasattr(task, "decoder_output_tokens"):
+                raise ValueError("--decoder-output-vocab targets needs a task with decoder_output_tokens() "
+                                 "(laser_multilingual)")
+            output_tokens = task.decoder_output_tokens()
+        elif args.decoder_output_vocab != "joint":
+            raise ValueError(f"--decoder-output-vocab {args.decoder_output_vocab!r}: expected joint or targets")
         max_source_positions = getattr(args, "max_source_positions", None) or DEFAULTS["max_source_positions"]
         max_target_positions = getattr(args, "max_target_positions", None) or DEFAULTS["max_target_positions"]
         encoder = LaserLSTMEncoder(
@@ -453,6 +508,7 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
             dropout_out=args.decoder_dropout_out,
             share_input_output_embed=args.share_decoder_input_output_embed,
             max_target_positions=max_target_positions,
+            output_tokens=output_tokens,
         )
         nli_head = None
         if int(getattr(args, "nli_weight", 0) or 0) > 0:  # the task's option; see laser_task.py
@@ -478,6 +534,11 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
             return self.forward_nli(premise_tokens, premise_lengths, hypothesis_tokens, hypothesis_lengths)
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out, tgt_lang_id=tgt_lang_id)
+
+    def get_targets(self, sample, net_output):
+        """Targets as rows of the decoder's output (its output vocabulary, ``--decoder-output-vocab``);
+        fairseq's cross-entropy takes them from here."""
+        return self.decoder.output_targets(sample["target"])
 
     def forward_nli(self, premise_tokens, premise_lengths, hypothesis_tokens, hypothesis_lengths) -> Tensor:
         """NLI class logits (B x 3): premises and hypotheses are encoded in ONE encoder call

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import Dictionary, FairseqDataset, LanguagePairDataset, data_utils
+from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
 from fairseq.tasks import LegacyFairseqTask, register_task
 
 from laser_repro.models.checkpoint_safety import CHECKPOINT_SAFE_GLOBALS
@@ -485,6 +486,28 @@ class LaserMultilingualTask(LegacyFairseqTask):
             raise ValueError("--lang-pairs gives no usable (src != tgt) pair")
         logger.info(f"dictionary: {len(dictionary)} types; {len(pairs)} pairs; targets {target_langs}")
         return cls(args, dictionary, pairs, target_langs)
+
+    def decoder_output_tokens(self) -> np.ndarray:
+        """The dictionary ids that occur on the target side of the training pairs (sorted; the model's
+        ``--decoder-output-vocab targets``).  Read from the binarized files, so a resumed run (same data:
+        the trainer's fingerprint) rebuilds the same output layer."""
+        data_path = utils.split_paths(self.args.data)[0]
+        split = getattr(self.args, "train_subset", "train")
+        seen = np.zeros(len(self.dictionary), dtype=bool)
+        for src, tgt in self.lang_pairs:
+            prefix = os.path.join(data_path, f"{split}.{src}-{tgt}.{tgt}")
+            if not MMapIndexedDataset.exists(prefix):
+                raise FileNotFoundError(f"{prefix}.idx/.bin: no binarized target side (mmap format) for {src}-{tgt}")
+            dtype = MMapIndexedDataset.Index(index_file_path(prefix)).dtype
+            ids = np.memmap(data_file_path(prefix), dtype=dtype, mode="r")
+            if ids.size and int(ids.max()) >= len(self.dictionary):
+                raise ValueError(f"{data_file_path(prefix)}: token id {int(ids.max())} outside the dictionary "
+                                 f"({len(self.dictionary)} entries)")
+            seen[np.unique(ids)] = True
+        tokens = np.flatnonzero(seen)
+        logger.info(f"decoder output vocabulary: {len(tokens)} of {len(self.dictionary)} dictionary entries "
+                    f"occur on the target side ({', '.join(self.target_langs)})")
+        return tokens
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         data_path = utils.split_paths(self.args.data)[0]
