@@ -11,11 +11,10 @@ import logging
 import sys
 import time
 
-from laser_repro import provenance
-from laser_repro.core import cli as core_cli, doctor
+from laser_repro import doctor, provenance
 from laser_repro.core.errors import UserError
 from laser_repro.core.textio import one_line
-from laser_repro.data import cli as data_cli, nway
+from laser_repro.data import cli as data_cli, fetch, nway
 from laser_repro.core import download
 from laser_repro.config import budget
 from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, wmt, xnli
@@ -34,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
     sub = p.add_subparsers(dest="command", required=True)
-    for module in (core_cli, doctor, budget, download, data_cli, nway, training, models_cli, nli_multitask, labse_vocab, bisent2vec_vocab,
+    for module in (fetch, doctor, budget, download, data_cli, nway, training, models_cli, nli_multitask, labse_vocab, bisent2vec_vocab,
                    evaluation_cli, bucc, xnli, mldoc, wmt, flores, nway_eval, retrieval, word_translation, europarl,
                    ablation, schwenk_douze, labse_tables, bisent2vec_tables, compare, reproduces, provenance):
         module.add_cli(sub)
