@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from laser_repro.core import launch
-from laser_repro.core.launch import Rank
+from laser_repro.models import launch
+from laser_repro.models.launch import Rank
 from laser_repro.models import device as policy
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.device import DeviceError, Precision, distributed_backend, worker_device

@@ -35,13 +35,12 @@ class LaserFamily(ModelFamily):
         """One fairseq rank on ``device`` (CPU, or its GPU: fairseq's ``--device-id``): ``update_freq``
         recomputed for the processes found (same tokens per update), early stopping on the held-out pairs,
         the NLI multitask objective, the curves."""
-        from laser_repro.config import planned_tokens_per_update
-        from laser_repro.core import launch
+        from laser_repro.models import launch, training_guard
         from laser_repro.models.laser import fairseq_bridge
         from laser_repro.models.training import INITIAL_CHECKPOINT
 
         train = dict(settings["train"])
-        planned = planned_tokens_per_update(train)
+        planned = training_guard.planned_tokens_per_update(train)
         for key in ("tokens_per_update", "gpus", "cpu_processes"):
             train.pop(key, None)
         early = train.pop("early_stopping", None)
