@@ -160,6 +160,6 @@ def test_cli_only_assembles_the_subcommands_of_the_subpackages():
 def test_plugin_nli_classes_are_the_xnli_labels():
     pytest.importorskip("fairseq")
     from laser_repro.models.laser.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
-    from laser_repro.evaluation.xnli import XNLI_LABELS
+    from laser_repro.data.nli_labels import XNLI_LABELS
 
     assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3

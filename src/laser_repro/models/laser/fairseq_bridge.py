@@ -204,7 +204,7 @@ def binarize_nli(premise_bpe, hypothesis_bpe, labels_tsv, dict_path, dest_prefix
     """Binarize NLI training pairs for the multitask objective (``--nli-data dest_prefix``).
 
     ``premise_bpe`` / ``hypothesis_bpe``: BPE'd sentences, one per line; ``labels_tsv``: the
-    ``pairID<TAB>label`` file of the same rows (:func:`laser_repro.evaluation.xnli.read_labels`; labels
+    ``pairID<TAB>label`` file of the same rows (:func:`laser_repro.data.nli_labels.read_labels`; labels
     entailment / neutral / contradiction -> 0 / 1 / 2, the order of ``XNLI_LABELS``).
     Writes ``{dest_prefix}.premise.{bin,idx}`` and ``{dest_prefix}.hypothesis.{bin,idx}``
     (fairseq mmap indexed datasets with the joint dictionary ``dict_path``, binarized by
@@ -215,7 +215,7 @@ def binarize_nli(premise_bpe, hypothesis_bpe, labels_tsv, dict_path, dest_prefix
     Returns the number of pairs.
     """
     from laser_repro.core.textio import count_lines
-    from laser_repro.evaluation.xnli import read_labels
+    from laser_repro.data.nli_labels import read_labels
 
     premise_bpe, hypothesis_bpe, labels_tsv = (Path(p).resolve() for p in (premise_bpe, hypothesis_bpe, labels_tsv))
     for f in (premise_bpe, hypothesis_bpe, labels_tsv, Path(dict_path)):
