@@ -193,7 +193,7 @@ def test_bf16_on_the_cpu_trains_float32_weights(tmp_path, torch_single_thread):
 
 def test_curves_feed_the_model_on_its_device():
     pytest.importorskip("fairseq")
-    from laser_repro.evaluation.curves import CurveMonitor
+    from laser_repro.models.laser.curves import CurveMonitor
 
     seen = []
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from laser_repro.data import corpora
-from laser_repro.evaluation import curves, flores
+from laser_repro.evaluation import flores
 from laser_repro.evaluation.xsim import tfidf_error, xsim_error
+from laser_repro.models.laser import curves
 
 
 def test_split_line_numbers_are_disjoint_seeded_and_the_same_for_every_file():

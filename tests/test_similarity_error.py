@@ -4,7 +4,8 @@ same search as the pivot xsim / Tatoeba error."""
 import numpy as np
 import pytest
 
-from laser_repro.evaluation import tatoeba, xsim
+from laser_repro.evaluation import xsim
+from laser_repro.models import similarity as tatoeba
 from laser_repro.evaluation.xsim import (mean_over, similarity_error_matrix, tfidf_error, tfidf_error_matrix,
                                          xsim_error)
 

@@ -21,13 +21,13 @@ def cmd_tatoeba(a):
     import numpy as np
     import torch
 
-    from laser_repro.evaluation import tatoeba
     from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
+    from laser_repro.models.similarity import tatoeba_error
     torch.set_num_threads(a.threads)
     encoder = SentenceEncoder.load(a.encoder)
     for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
         embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens, progress=False)
-    result = tatoeba.tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
+    result = tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
     result["language"] = a.lang
     # baselines on the same sentences: the encoder at update 0, and character n-gram TF-IDF of the raw text
     if a.init_encoder:
@@ -35,7 +35,7 @@ def cmd_tatoeba(a):
 
         init = SentenceEncoder.load(a.init_encoder)
         xx, en = ([*iter_lines(p)] for p in (a.xx, a.eng))
-        err = tatoeba.tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
+        err = tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
         result["init"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
     if a.raw_xx and a.raw_eng:
         from laser_repro.core.textio import iter_lines

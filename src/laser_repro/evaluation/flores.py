@@ -204,7 +204,7 @@ def cmd_table(a):
 
 
 def cmd_curves_plot(a):
-    from laser_repro.evaluation.curves import plot_curves, read_curves
+    from laser_repro.models.laser.curves import plot_curves, read_curves
     from laser_repro.core.textio import read_json
 
     rows = read_curves(a.curves)

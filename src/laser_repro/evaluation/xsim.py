@@ -1,7 +1,7 @@
 """Similarity-search error (xsim) and the baselines every similarity table shows beside a model.
 
 * :func:`xsim_error` -- nearest neighbour by cosine in both directions against the pivot (English),
-  strict index match, as LASER's ``xsim`` and the Tatoeba evaluation (:mod:`laser_repro.evaluation.tatoeba`).
+  strict index match, as LASER's ``xsim`` and the Tatoeba evaluation (:mod:`laser_repro.models.similarity`).
 * :func:`similarity_error_matrix` -- the same search for every ordered pair of N row-aligned languages
   (Schwenk & Douze 2017, Algorithm 1); :func:`mean_over` averages it over a subset of the languages.
 * :func:`tfidf_error` / :func:`tfidf_error_matrix` -- the same search with character n-gram TF-IDF
@@ -9,7 +9,7 @@
   nothing a string match cannot see.
 
 All of them count errors with one nearest-neighbour search,
-:func:`laser_repro.evaluation.tatoeba.retrieval_errors` (ties: the lowest index wins).
+:func:`laser_repro.models.similarity.retrieval_errors` (ties: the lowest index wins).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from laser_repro.evaluation.tatoeba import normalize_rows, retrieval_errors, tatoeba_error
+from laser_repro.models.similarity import normalize_rows, retrieval_errors, tatoeba_error
 
 #: character n-grams (within word boundaries) of the TF-IDF baseline
 TFIDF_NGRAMS = (1, 4)
 
 
 def xsim_error(xx_emb: np.ndarray, en_emb: np.ndarray) -> dict:
-    """Errors in both directions of row-aligned embeddings (see :func:`laser_repro.evaluation.tatoeba.tatoeba_error`)."""
+    """Errors in both directions of row-aligned embeddings (see :func:`laser_repro.models.similarity.tatoeba_error`)."""
     return tatoeba_error(xx_emb, en_emb)
 
 

@@ -609,7 +609,7 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     true, ``checkpoint_last.pt`` is saved at that update and training stops early.
     ``initial_checkpoint``: a path; a run that starts at update 0 saves its model there before the
     first update (the same seed's initialization: the random-encoder baseline).
-    ``monitor``: a :class:`laser_repro.evaluation.curves.CurveMonitor` (give it to the master process only),
+    ``monitor``: a :class:`laser_repro.models.laser.curves.CurveMonitor` (give it to the master process only),
     called at update 0 and after every update (it decides when to measure).
     Returns ``{"preempted": bool, "num_updates": int, "start_updates": int, "start_epoch": int}``:
     the update reached and the one the run started from (``checkpoint_last.pt``'s, 0 when fresh);
