@@ -20,7 +20,6 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 import torch
 
-from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models import subword
 from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
@@ -28,6 +27,7 @@ from laser_repro.models.launch import Rank
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.model import Dictionary, build_model, complete_model_settings
 from laser_repro.models.multienc.paths import TrainingPaths
+from laser_repro.models.similarity import similarity_error_matrix
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
                                               CURVES_FILE, CheckpointedTraining, run_training)
 
