@@ -29,12 +29,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from laser_repro.core.launch import Rank  # noqa: E402
 from laser_repro.data.preprocess import language_preprocessor  # noqa: E402
 from laser_repro.models.collectives import Comm  # noqa: E402
 from laser_repro.models.labse import data as labse_data, trainer, vocab  # noqa: E402
 from laser_repro.models.labse.model import build_encoder, sentence_embedding  # noqa: E402
 from laser_repro.models.laser.encoder import BiLSTMMaxPoolEncoder, SentenceEncoder  # noqa: E402
+from laser_repro.models.launch import Rank  # noqa: E402
 
 FLORES = {"eng": "eng_Latn", "fra": "fra_Latn", "spa": "spa_Latn", "rus": "rus_Cyrl", "ara": "arb_Arab",
           "cmn": "zho_Hans"}

@@ -29,8 +29,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from laser_repro.core.launch import Rank  # noqa: E402
 from laser_repro.models import device as policy  # noqa: E402
+from laser_repro.models.launch import Rank  # noqa: E402
 
 LANGS = ["aaa", "bbb", "ccc"]
 UPDATES, STOP_AT = 20, 10

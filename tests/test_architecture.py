@@ -1,5 +1,7 @@
 """The package's module structure, read from the source with ``ast`` (nothing is imported):
 
+* the subpackages are layers, low to high (:data:`LAYERS`), below the top-level modules
+  (``laser_repro.cli``, ``laser_repro.doctor``); a module imports only modules of its own layer or lower ones;
 * the fairseq plugin (``--user-dir``, loaded by fairseq in every training process) imports only
   fairseq, torch, numpy, the standard library, its own modules and
   ``laser_repro.models.checkpoint_safety`` -- which imports only the standard library and torch;
@@ -22,6 +24,8 @@ PACKAGE = SRC / "laser_repro"
 PLUGIN = "laser_repro.models.laser.fairseq_plugin"
 CHECKPOINT_SAFETY = "laser_repro.models.checkpoint_safety"
 USER_ERRORS = "laser_repro.core.errors"
+#: the subpackages, low to high; the top-level modules (laser_repro.cli, laser_repro.doctor) rank above them all
+LAYERS = ("core", "provenance", "data", "models", "evaluation", "reporting", "config")
 
 
 def _modules() -> dict[str, Path]:
@@ -63,6 +67,58 @@ def _internal(module: str) -> str | None:
     while module and module not in MODULES:
         module = module.rpartition(".")[0]
     return module or None
+
+
+def _layer(module: str) -> int:
+    """Rank of a package module: the index of its subpackage in :data:`LAYERS`, ``len(LAYERS)`` for a
+    top-level module (laser_repro.cli, laser_repro.doctor)."""
+    sub = module.split(".")[1]
+    return LAYERS.index(sub) if sub in LAYERS else len(LAYERS)
+
+
+def _layer_name(module: str) -> str:
+    rank = _layer(module)
+    return LAYERS[rank] if rank < len(LAYERS) else "top level"
+
+
+def _layer_violations(imports_of) -> list[str]:
+    """``file:line: imported module (layer imports layer)`` of every import, by a package module, of a
+    module of a higher layer; ``imports_of``: module -> its (line, imported module) (:func:`_imports`).
+    The top-level package itself (``import laser_repro``: its version) is below every layer: its
+    __init__ imports nothing."""
+    bad = []
+    for name in MODULES:
+        if name == "laser_repro":
+            continue
+        for line, imported in imports_of(name):
+            target = _internal(imported)
+            if target and target != "laser_repro" and _layer(target) > _layer(name):
+                bad.append((MODULES[name].relative_to(SRC), line, imported, name, target))
+    return [f"{path}:{line}: {imported} ({_layer_name(name)} imports {_layer_name(target)})"
+            for path, line, imported, name, target in sorted(bad)]
+
+
+def test_every_subpackage_is_a_layer():
+    subpackages = {name.split(".")[1] for name, path in MODULES.items()
+                   if name.count(".") and path.relative_to(PACKAGE).parts[1:]}
+    assert subpackages == set(LAYERS), f"subpackages {sorted(subpackages)} vs layers {LAYERS}"
+    assert not [m for _, m in _imports("laser_repro") if _internal(m)], "laser_repro/__init__.py imports the package"
+
+
+def test_imports_point_down_the_layers():
+    bad = _layer_violations(_imports)
+    assert not bad, (f"imports of a higher layer (layers, low to high: {' < '.join(LAYERS)} < top level):\n"
+                     + "\n".join(bad))
+
+
+def test_the_layer_check_finds_an_upward_import():
+    def with_one_more(name):
+        return _imports(name) + ([(1, "laser_repro.evaluation.xsim")] if name == "laser_repro.core.textio" else [])
+
+    added = set(_layer_violations(with_one_more)) - set(_layer_violations(_imports))
+    assert added == {"laser_repro/core/textio.py:1: laser_repro.evaluation.xsim (core imports evaluation)"}
+    assert _layer("laser_repro.cli") == _layer("laser_repro.doctor") == len(LAYERS)
+    assert _layer("laser_repro.config.plan") > _layer("laser_repro.reporting.tables") > _layer("laser_repro.core.errors")
 
 
 def _allowed_in_plugin(module: str) -> bool:
@@ -160,6 +216,6 @@ def test_cli_only_assembles_the_subcommands_of_the_subpackages():
 def test_plugin_nli_classes_are_the_xnli_labels():
     pytest.importorskip("fairseq")
     from laser_repro.models.laser.fairseq_plugin.laser_lstm import NLI_NUM_CLASSES
-    from laser_repro.evaluation.xnli import XNLI_LABELS
+    from laser_repro.data.nli_labels import XNLI_LABELS
 
     assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3

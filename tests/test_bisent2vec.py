@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from laser_repro.core.launch import Rank
 from laser_repro.models.bisent2vec import kernel, vocab
 from laser_repro.models.bisent2vec.export import BiSent2VecEncoder, export_encoder
 from laser_repro.models.bisent2vec.trainer import train
 from laser_repro.models.checkpoint_safety import load_model_file
+from laser_repro.models.launch import Rank
 
 
 def never():

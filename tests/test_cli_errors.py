@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from laser_repro.cli import main
-from laser_repro.core.launch import Rank
 from laser_repro.data import bpe
 from laser_repro.models.bisent2vec.export import export_encoder as export_bisent2vec
 from laser_repro.models.bisent2vec.trainer import train as train_bisent2vec
+from laser_repro.models.launch import Rank
 
 from test_bisent2vec import settings as bisent2vec_settings, write_pair
 from test_multienc import LANGS, make_cipher_data, tiny_settings

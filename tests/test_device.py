@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from laser_repro.core import launch
-from laser_repro.core.launch import Rank
+from laser_repro.models import launch
+from laser_repro.models.launch import Rank
 from laser_repro.models import device as policy
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.device import DeviceError, Precision, distributed_backend, worker_device
@@ -193,7 +193,7 @@ def test_bf16_on_the_cpu_trains_float32_weights(tmp_path, torch_single_thread):
 
 def test_curves_feed_the_model_on_its_device():
     pytest.importorskip("fairseq")
-    from laser_repro.evaluation.curves import CurveMonitor
+    from laser_repro.models.laser.curves import CurveMonitor
 
     seen = []
 

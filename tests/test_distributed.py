@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from laser_repro.core import launch
+from laser_repro.models import launch
 
 pytest.importorskip("fairseq")
 

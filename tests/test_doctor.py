@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from conftest import REPO
-from laser_repro.core import doctor
+from laser_repro import doctor
 
 PROFILE = REPO / "profiles" / "slurm"
 PAPER = REPO / "config" / "paper.yaml"

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 from laser_repro.data import corpora
-from laser_repro.evaluation import curves, flores
-from laser_repro.evaluation.xsim import tfidf_error, xsim_error
+from laser_repro.evaluation import flores
+from laser_repro.evaluation.curves import plot_curves
+from laser_repro.evaluation.xsim import tfidf_error
+from laser_repro.models.laser import curves
+from laser_repro.models.similarity import xsim_error
 
 
 def test_split_line_numbers_are_disjoint_seeded_and_the_same_for_every_file():
@@ -88,10 +91,10 @@ def test_curves_truncate_on_resume_and_plot(tmp_path):
     curves.truncate_curves(path, 25)
     assert [r["update"] for r in curves.read_curves(path)] == [0, 10, 20]
     png = tmp_path / "c.png"
-    curves.plot_curves(rows, png, title="t", baselines={"TF-IDF": {"deu": 22.0}})
+    plot_curves(rows, png, title="t", baselines={"TF-IDF": {"deu": 22.0}})
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10000
     path.write_text("{not json\n")
     with pytest.raises(ValueError, match=r"curves.jsonl:1"):
         curves.read_curves(path)
     with pytest.raises(ValueError, match="no learning-curve"):
-        curves.plot_curves([], png, title="t")
+        plot_curves([], png, title="t")

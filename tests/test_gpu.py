@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from laser_repro.core.launch import Rank
 from laser_repro.models.device import distributed_backend, worker_device
+from laser_repro.models.launch import Rank
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from laser_repro import config as run_config
-from laser_repro.core import launch, slurm
-from laser_repro.models import training_guard
+from laser_repro.core import slurm
+from laser_repro.models import launch, training_guard
 from laser_repro.models.laser import fairseq_bridge
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from laser_repro.core.launch import Rank
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.labse import data as labse_data
 from laser_repro.models.labse import vocab
@@ -20,6 +19,7 @@ from laser_repro.models.labse.grad_cache import dual_encoder_step
 from laser_repro.models.labse.model import (ams_loss, bidirectional_ams_loss, build_encoder, gather_with_grad,
                                             sentence_embedding)
 from laser_repro.models.labse.trainer import stack_layers, stacking_schedule, train
+from laser_repro.models.launch import Rank
 
 LANGS = ["eng", "fra", "spa"]
 WORDS = {"eng": "red blue green cat dog house tree sun moon water fire stone bird fish river",

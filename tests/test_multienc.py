@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from laser_repro.core.launch import Rank
-from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import CorruptFileError
+from laser_repro.models.launch import Rank
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.export import MultiencEncoder, export_encoder
 from laser_repro.models.multienc.model import EOS, UNK, Dictionary, LanguageEncoder, build_model, embedding_dim
 from laser_repro.models.multienc.paths import TrainingPaths
 from laser_repro.models.multienc.trainer import train
+from laser_repro.models.similarity import similarity_error_matrix
 
 LANGS = ["aaa", "bbb", "ccc"]
 

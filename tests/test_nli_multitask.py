@@ -17,12 +17,12 @@ pytest.importorskip("fairseq")
 
 import laser_repro.models.laser.fairseq_plugin  # noqa: E402,F401
 from laser_repro import cli  # noqa: E402
+from laser_repro.data.nli_labels import XNLI_LABELS, read_labels  # noqa: E402
 from laser_repro.models.laser import fairseq_bridge
 from laser_repro.models.laser.encoder import SentenceEncoder  # noqa: E402
 from laser_repro.models.laser.export import export_encoder  # noqa: E402
 from laser_repro.models.laser.fairseq_plugin.laser_criterion import LaserMultitaskCriterion  # noqa: E402
 from laser_repro.models.laser.fairseq_plugin.laser_task import LaserMultilingualTask, MultitaskDataset  # noqa: E402
-from laser_repro.evaluation.xnli import XNLI_LABELS, read_labels  # noqa: E402
 from tiny_corpus import CONCEPTS, LANG_PAIRS, SMALL_MODEL, TARGETS, build_binarized, word  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -4,9 +4,9 @@ same search as the pivot xsim / Tatoeba error."""
 import numpy as np
 import pytest
 
-from laser_repro.evaluation import tatoeba, xsim
-from laser_repro.evaluation.xsim import (mean_over, similarity_error_matrix, tfidf_error, tfidf_error_matrix,
-                                         xsim_error)
+from laser_repro.evaluation.xsim import mean_over, tfidf_error, tfidf_error_matrix
+from laser_repro.models import similarity
+from laser_repro.models.similarity import similarity_error_matrix, xsim_error
 
 
 def test_identical_sentences_give_no_error():
@@ -51,7 +51,7 @@ def test_matrix_is_the_pivot_xsim_in_both_directions():
         err = xsim_error(emb[xx], emb["eng"])
         assert m["pairs"][f"eng-{xx}"] == err["en_xx_error"]
         assert m["pairs"][f"{xx}-eng"] == err["xx_en_error"]
-        assert err == tatoeba.tatoeba_error(emb[xx], emb["eng"])
+        assert err == similarity.tatoeba_error(emb[xx], emb["eng"])
         nonzero += err["en_xx_errors"] + err["xx_en_errors"]
     assert nonzero > 0  # the noise makes errors: the equality is not 0 == 0
     assert len(m["pairs"]) == 12 and m["mean"] == pytest.approx(np.mean(list(m["pairs"].values())))
@@ -59,12 +59,13 @@ def test_matrix_is_the_pivot_xsim_in_both_directions():
 
 def test_each_language_is_normalised_once(monkeypatch):
     calls = []
+    normalize_rows = similarity.normalize_rows
 
     def counting(x):
         calls.append(1)
-        return tatoeba.normalize_rows(x)
+        return normalize_rows(x)
 
-    monkeypatch.setattr(xsim, "normalize_rows", counting)
+    monkeypatch.setattr(similarity, "normalize_rows", counting)
     similarity_error_matrix(_noisy())
     assert len(calls) == 4
 
@@ -72,8 +73,8 @@ def test_each_language_is_normalised_once(monkeypatch):
 def test_normalized_search_is_the_same_search():
     emb = _noisy(seed=3)
     q, c = emb["deu"], emb["eng"]
-    assert tatoeba.retrieval_errors(tatoeba.normalize_rows(q), tatoeba.normalize_rows(c), normalized=True) \
-        == tatoeba.retrieval_errors(q, c)
+    assert similarity.retrieval_errors(similarity.normalize_rows(q), similarity.normalize_rows(c), normalized=True) \
+        == similarity.retrieval_errors(q, c)
 
 
 def test_languages_choose_and_order_the_pairs():

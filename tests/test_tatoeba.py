@@ -1,7 +1,8 @@
+"""The Tatoeba error (laser_repro.models.similarity.tatoeba_error): hand-built embeddings, blocks, shapes."""
 import numpy as np
 import pytest
 
-from laser_repro.evaluation import tatoeba
+from laser_repro.models import similarity
 
 
 def test_hand_built_embeddings_error_counts():
@@ -12,7 +13,7 @@ def test_hand_built_embeddings_error_counts():
     # cos(xx2, en3) = 3.2/(sqrt(3.44)*sqrt(3)) = 0.996 > cos(xx2, en2) = 1.2/sqrt(3.44) = 0.647 -> error
     # cos(xx3, en3) = 2.9/(sqrt(2.81)*sqrt(3)) = 0.9988 -> correct
     # en->xx: en2 (0,0,1): xx2 gives 0.647, xx3 gives 0.537 -> correct; en3: xx2 0.996 vs xx3 0.9988 -> correct
-    result = tatoeba.tatoeba_error(xx, en)
+    result = similarity.tatoeba_error(xx, en)
     assert result["test_sentences"] == 4
     assert result["xx_en_errors"] == 1
     assert result["en_xx_errors"] == 0
@@ -23,22 +24,22 @@ def test_hand_built_embeddings_error_counts():
 def test_scale_invariance_and_permutation():
     rng = np.random.default_rng(0)
     en = rng.normal(size=(50, 16)).astype(np.float32)
-    assert tatoeba.tatoeba_error(en * 3.0, en)["xx_en_errors"] == 0
+    assert similarity.tatoeba_error(en * 3.0, en)["xx_en_errors"] == 0
     shuffled = en[::-1].copy()
-    result = tatoeba.tatoeba_error(shuffled, en)
+    result = similarity.tatoeba_error(shuffled, en)
     assert result["xx_en_errors"] == 50 and result["en_xx_errors"] == 50
 
 
 def test_blocks_give_same_neighbours(monkeypatch):
     rng = np.random.default_rng(1)
     q, c = rng.normal(size=(37, 8)), rng.normal(size=(41, 8))
-    full = tatoeba.nearest_neighbours(q, c)
-    monkeypatch.setattr(tatoeba, "_BLOCK_ROWS", 5)
-    assert (tatoeba.nearest_neighbours(q, c) == full).all()
+    full = similarity.nearest_neighbours(q, c)
+    monkeypatch.setattr(similarity, "_BLOCK_ROWS", 5)
+    assert (similarity.nearest_neighbours(q, c) == full).all()
     expected = np.argmax((q / np.linalg.norm(q, axis=1, keepdims=True)) @ (c / np.linalg.norm(c, axis=1, keepdims=True)).T, axis=1)
     assert (full == expected).all()
 
 
 def test_misaligned_shapes_rejected():
     with pytest.raises(ValueError, match="not aligned"):
-        tatoeba.tatoeba_error(np.zeros((3, 4)), np.zeros((2, 4)))
+        similarity.tatoeba_error(np.zeros((3, 4)), np.zeros((2, 4)))

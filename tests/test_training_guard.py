@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from laser_repro.models import training_guard as guard
-from laser_repro.config import planned_tokens_per_update
+from laser_repro.models.training_guard import planned_tokens_per_update
 
 SETTINGS = {"pairs": ["deu-eng", "fra-spa", "eng-eng"], "targets": ["eng", "spa"],
             "model": {"encoder_layers": 1, "dropout": 0.1},

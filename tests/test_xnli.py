@@ -11,6 +11,7 @@ import pytest
 import torch
 from eval_fixtures.xnli import XNLI_COLUMNS, nli_label, parallel_rows, toy_nli_items, write_multinli_zip, write_xnli_zip
 
+from laser_repro.data import nli_labels
 from laser_repro.evaluation import xnli
 from laser_repro.core.languages import UnknownLanguageError
 from laser_repro.core.textio import InputError
@@ -218,17 +219,17 @@ def test_nli_features_concatenate_p_h_product_and_distance():
 def test_read_labels_errors(tmp_path):
     f = tmp_path / "labels"
     f.write_text("1\tentailment\n2\tneutral\n", encoding="utf-8")
-    ids, y = xnli.read_labels(f)
+    ids, y = nli_labels.read_labels(f)
     assert ids == ["1", "2"] and y.tolist() == [0, 1]
     f.write_text("1\tentailment\n2\tcontradictory\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"labels: line 2: label 'contradictory'"):
-        xnli.read_labels(f)
+        nli_labels.read_labels(f)
     f.write_text("1\tentailment\n1\tneutral\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 2: pairID 1 appears twice"):
-        xnli.read_labels(f)
+        nli_labels.read_labels(f)
     f.write_text("entailment\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 1: expected 'pairID<TAB>label'"):
-        xnli.read_labels(f)
+        nli_labels.read_labels(f)
 
 
 # --------------------------------------------------------------------------- classification
@@ -238,7 +239,7 @@ def write_split(d, name, ids, labels, prem, hyp) -> list[str]:
     d.mkdir(parents=True, exist_ok=True)
     np.save(d / f"{name}.p.npy", prem.astype(np.float32))
     np.save(d / f"{name}.h.npy", hyp.astype(np.float32))
-    (d / f"{name}.l").write_text("".join(f"{i}\t{xnli.XNLI_LABELS[y]}\n" for i, y in zip(ids, labels)),
+    (d / f"{name}.l").write_text("".join(f"{i}\t{nli_labels.XNLI_LABELS[y]}\n" for i, y in zip(ids, labels)),
                                  encoding="utf-8")
     return [str(d / f"{name}.p.npy"), str(d / f"{name}.h.npy"), str(d / f"{name}.l")]
 
@@ -250,7 +251,7 @@ def toy_embeddings(items, concepts: np.ndarray, noise: float, rng) -> tuple[np.n
 
     prem = np.stack([emb(p) for p, _, _ in items])
     hyp = np.stack([emb(h) for _, h, _ in items])
-    return prem, hyp, np.array([xnli.XNLI_LABELS.index(label) for _, _, label in items])
+    return prem, hyp, np.array([nli_labels.XNLI_LABELS.index(label) for _, _, label in items])
 
 
 def test_xnli_classify_end_to_end(tmp_path):

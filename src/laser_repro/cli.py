@@ -11,11 +11,10 @@ import logging
 import sys
 import time
 
-from laser_repro import provenance
-from laser_repro.core import cli as core_cli, doctor
+from laser_repro import doctor, provenance
 from laser_repro.core.errors import UserError
 from laser_repro.core.textio import one_line
-from laser_repro.data import cli as data_cli, nway
+from laser_repro.data import cli as data_cli, fetch, nway
 from laser_repro.core import download
 from laser_repro.config import budget
 from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, wmt, xnli
@@ -23,9 +22,9 @@ from laser_repro.evaluation import europarl, word_translation
 from laser_repro.models import cli as models_cli, training
 from laser_repro.models.bisent2vec import vocab as bisent2vec_vocab
 from laser_repro.models.labse import vocab as labse_vocab
-from laser_repro.models.laser import nli_multitask
+from laser_repro.models.laser import cli as laser_cli, nli_multitask
 from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, compare, labse as labse_tables, schwenk_douze
-from laser_repro.reporting import reproduces
+from laser_repro.reporting import cli as reporting_cli, reproduces
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,9 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
     sub = p.add_subparsers(dest="command", required=True)
-    for module in (core_cli, doctor, budget, download, data_cli, nway, training, models_cli, nli_multitask, labse_vocab, bisent2vec_vocab,
-                   evaluation_cli, bucc, xnli, mldoc, wmt, flores, nway_eval, retrieval, word_translation, europarl,
-                   ablation, schwenk_douze, labse_tables, bisent2vec_tables, compare, reproduces, provenance):
+    for module in (fetch, doctor, budget, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
+                   labse_vocab, bisent2vec_vocab, evaluation_cli, reporting_cli, bucc, xnli, mldoc, wmt, flores,
+                   nway_eval, retrieval, word_translation, europarl, ablation, schwenk_douze, labse_tables,
+                   bisent2vec_tables, compare, reproduces, provenance):
         module.add_cli(sub)
     return p
 

@@ -8,14 +8,15 @@
   ``python -m laser_repro.config FILE`` (:func:`main`);
 * :mod:`laser_repro.config.plan` -- what a validated config expands to, which the workflow iterates
   over: :class:`Plan` (bitexts, pairs, FLORES / Tatoeba languages, ablation variants),
-  :class:`Variant`, :class:`AblationRow`, :class:`Bitext`, and :func:`planned_tokens_per_update`.
+  :class:`Variant`, :class:`AblationRow`, :class:`Bitext`.
 
-Both are re-exported here: callers use ``laser_repro.config.NAME``.
+Both are re-exported here: callers use ``laser_repro.config.NAME``; so are the training settings' planned
+tokens per update (:func:`laser_repro.models.training_guard.planned_tokens_per_update`) and their identity without
+the default precision (:func:`laser_repro.models.training_guard.without_default_precision`).
 """
 from __future__ import annotations
 
-from laser_repro.config.plan import (AblationRow, Bitext, Plan, Variant, planned_tokens_per_update,
-                                    without_default_precision)
+from laser_repro.config.plan import AblationRow, Bitext, Plan, Variant
 from laser_repro.config.schema import (
     BUCC_LANGUAGES,
     CORPUS_KIND_KEYS,
@@ -32,6 +33,7 @@ from laser_repro.config.schema import (
     validate,
     validate_snakemake,
 )
+from laser_repro.models.training_guard import planned_tokens_per_update, without_default_precision
 
 __all__ = [
     "AblationRow", "Bitext", "Plan", "Variant", "planned_tokens_per_update", "without_default_precision",

@@ -1,6 +1,6 @@
 """The run plan: what a validated config expands to -- the bitexts and language pairs to train on,
-the sides to preprocess, the FLORES and Tatoeba languages, the ablation variants (Tables 5-7) --
-and the tokens per update the training settings plan.
+the sides to preprocess, the FLORES and Tatoeba languages, the ablation variants (Tables 5-7).
+(The tokens per update that training settings plan: :func:`laser_repro.models.training_guard.planned_tokens_per_update`.)
 
 Nothing here validates: :mod:`laser_repro.config.schema` does, before a :class:`Plan` is made.
 """
@@ -8,27 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 from laser_repro.core import languages
-
-
-def planned_tokens_per_update(train: dict) -> int:
-    """Tokens per update the ``train`` settings plan: ``tokens_per_update`` when set, else
-    ``max_tokens x max(gpus, 1) x update_freq`` (the paper: 16 GPUs of 8000 tokens).  The launcher
-    keeps it whatever the number of processes it finds (:func:`laser_repro.core.launch.update_freq_for`)."""
-    return int(train.get("tokens_per_update") or (
-        train["max_tokens"] * max(train.get("gpus", 0), 1) * train["update_freq"]))
-
-
-#: the precision of every training before ``train.precision`` existed
-DEFAULT_PRECISION = "fp32"
-
-
-def without_default_precision(train: Mapping) -> dict:
-    """``train`` settings without ``precision`` when it is the default: what identifies a run (a fingerprint,
-    a shared pre-training's directory) stays that of the runs made before the key existed."""
-    return {k: v for k, v in train.items() if not (k == "precision" and v == DEFAULT_PRECISION)}
+from laser_repro.models.training_guard import without_default_precision
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from laser_repro.config.plan import Plan, corpus_code, planned_tokens_per_update
+from laser_repro.config.plan import Plan, corpus_code
 from laser_repro.core import languages
-from laser_repro.core.errors import UserError
+from laser_repro.core.errors import ConfigError
 from laser_repro.data.corpora import EVALUATION_ONLY_SETS, evaluation_set_named
 from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
+from laser_repro.models.training_guard import planned_tokens_per_update
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -34,12 +35,6 @@ MAX_ERRORS = 10  # schema violations listed in one error
 # Corpus keys of one kind only (a key of the other kind would be ignored: it is an error).
 CORPUS_KIND_KEYS = {"opus": ("corpus", "version", "sha256", "allow_absent_pairs"),
                     "local": ("layout", "path", "download", "code_column")}
-
-
-
-class ConfigError(UserError):
-    """A config value is invalid; the message names the file (when known) and the key path (also the
-    parameters of an evaluation classifier, :mod:`laser_repro.evaluation.classifier`)."""
 
 
 def _key_path(path: Iterable[Any]) -> str:

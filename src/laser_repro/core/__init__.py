@@ -1,1 +1,1 @@
-"""Shared plumbing: text I/O, downloads, archives, the language registry, process launch."""
+"""Shared plumbing: text I/O, downloads, archives, the language registry, SLURM resources of a job, user errors."""

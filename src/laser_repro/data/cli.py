@@ -1,10 +1,9 @@
 """Command line of the training data: a local corpus's files from a sacrebleu test set
 (``sacrebleu-corpus``), bitext extraction (``extract``), Moses preprocessing
-(``preprocess``), the joint BPE (``bpe-count``, ``bpe-learn``, ``bpe-dict``, ``bpe-apply``),
-fairseq binarization (``binarize``, ``binarize-valid``) and the Moses + BPE of evaluation text
-(``prepare-text``; :func:`prepare_text_file` also serves ``laser-repro embed --codes``).
-
-Heavy imports (fairseq) happen inside the commands that need them.
+(``preprocess``), the joint BPE (``bpe-count``, ``bpe-learn``, ``bpe-dict``, ``bpe-apply``), the
+pairs' deduplication (``pair-dedup``) and the Moses + BPE of evaluation text (``prepare-text``;
+:func:`prepare_text_file` also serves ``laser-repro embed --codes``). The fairseq binarization of the
+training data is LASER's (:mod:`laser_repro.models.laser.cli`).
 """
 from __future__ import annotations
 
@@ -138,20 +137,6 @@ def cmd_pair_dedup(a):
     log.info("%s: %s", a.keep, stats)
 
 
-def cmd_binarize(a):
-    from laser_repro.models.laser import fairseq_bridge
-
-    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix)
-
-
-def cmd_binarize_valid(a):
-    from laser_repro.models.laser import fairseq_bridge
-
-    for pair in a.pairs:
-        src, tgt = pair.split("-")
-        fairseq_bridge.binarize_pair(src, tgt, None, a.dict, a.dest, valid_prefix=a.prefix)
-
-
 def prepare_text_file(applier, code: str, keep_case: bool, src, dst) -> None:
     """Moses-preprocess and BPE-encode one text file into ``dst`` (atomic), streaming."""
     from laser_repro.core.textio import atomic_output, iter_lines
@@ -264,23 +249,6 @@ def add_cli(sub) -> None:
     s.add_argument("--keep", required=True, help="output: the keep mask (.npy, one boolean per pair)")
     s.add_argument("--stats", required=True, help="output: pairs, kept, dropped_duplicate (JSON)")
     s.set_defaults(func=cmd_pair_dedup)
-
-    s = sub.add_parser("binarize", help="fairseq-preprocess one pair with the joint dictionary")
-    s.add_argument("--src", required=True)
-    s.add_argument("--tgt", required=True)
-    split = s.add_mutually_exclusive_group(required=True)
-    split.add_argument("--train-prefix", help="training text: PREFIX.SRC, PREFIX.TGT")
-    split.add_argument("--valid-prefix", help="held-out text (valid.* files: loss on the learning curves)")
-    s.add_argument("--dict", required=True)
-    s.add_argument("--dest", required=True)
-    s.set_defaults(func=cmd_binarize)
-
-    s = sub.add_parser("binarize-valid", help="binarize the held-out lines of several pairs (valid.*)")
-    s.add_argument("--pairs", nargs="+", required=True, help="SRC-TGT ...")
-    s.add_argument("--prefix", required=True, help="held-out text: PREFIX.LANG")
-    s.add_argument("--dict", required=True)
-    s.add_argument("--dest", required=True)
-    s.set_defaults(func=cmd_binarize_valid)
 
     s = sub.add_parser("prepare-text", help="Moses + BPE for evaluation text")
     s.add_argument("--codes", required=True, help="fastBPE codes file")

@@ -31,7 +31,7 @@ from typing import BinaryIO
 from laser_repro.data.bitext import (_UNSET, _WRITE_BUFFER, CorpusError, PairFilter, _check_limit, _fresh_outputs,
                                      _iter_lines, _lockstep, _resolve_filters, _unlink, _write_pairs, empty_stats,
                                      load_tatoeba_test, load_tatoeba_test_files, normalize_for_exclusion)
-# ABSENT_MARKER, absent_pair_url, write_absent_pair_record: re-exported (core/cli.py and tests import them)
+# ABSENT_MARKER, absent_pair_url, write_absent_pair_record: re-exported (data/fetch.py and tests import them)
 from laser_repro.data.opus import (ABSENT_MARKER, OPUS_BASE_URL, absent_pair_url, extract_opus_moses,
                                    opus_moses_members, opus_moses_path, opus_moses_url, write_absent_pair_record)
 from laser_repro.data.tarballs import FLORES200_URL, extract_tar_member, extract_tar_members, flores200_member

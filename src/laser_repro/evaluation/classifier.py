@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from laser_repro.config import ConfigError
+from laser_repro.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

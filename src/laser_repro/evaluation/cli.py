@@ -1,8 +1,8 @@
-"""Command line of the Tatoeba evaluation and of the tables of the evaluation tasks:
-``tatoeba`` (embed one language pair and score it), ``embed`` (text files -> .npy with an exported
-encoder), ``tatoeba-table`` (Table 1 / 9) and ``eval-table`` (BUCC, XNLI, MLDoc, WMT beside the paper).
+"""Command line of the Tatoeba evaluation and of embedding: ``tatoeba`` (embed one language pair and
+score it) and ``embed`` (text files -> .npy with an exported encoder).
 
-The tasks' own commands are registered by their modules (:mod:`laser_repro.evaluation.bucc`, ...).
+The tasks' own commands are registered by their modules (:mod:`laser_repro.evaluation.bucc`, ...), their
+tables by :mod:`laser_repro.reporting.cli` (``tatoeba-table``, ``eval-table``).
 torch is imported when a command runs, not when the parser is built.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import logging
 from pathlib import Path
 
-from laser_repro.core.textio import read_json, write_json
+from laser_repro.core.textio import write_json
 from laser_repro.evaluation.word_translation import resolve_device
 
 log = logging.getLogger("laser_repro")
@@ -21,13 +21,13 @@ def cmd_tatoeba(a):
     import numpy as np
     import torch
 
-    from laser_repro.evaluation import tatoeba
     from laser_repro.models.laser.encoder import SentenceEncoder, embed_file
+    from laser_repro.models.similarity import tatoeba_error
     torch.set_num_threads(a.threads)
     encoder = SentenceEncoder.load(a.encoder)
     for bpe_path, npy in ((a.xx, a.xx_emb), (a.eng, a.eng_emb)):
         embed_file(encoder, bpe_path, npy, max_tokens=a.max_tokens, progress=False)
-    result = tatoeba.tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
+    result = tatoeba_error(np.load(a.xx_emb), np.load(a.eng_emb))
     result["language"] = a.lang
     # baselines on the same sentences: the encoder at update 0, and character n-gram TF-IDF of the raw text
     if a.init_encoder:
@@ -35,7 +35,7 @@ def cmd_tatoeba(a):
 
         init = SentenceEncoder.load(a.init_encoder)
         xx, en = ([*iter_lines(p)] for p in (a.xx, a.eng))
-        err = tatoeba.tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
+        err = tatoeba_error(init.embed(xx, max_tokens=a.max_tokens), init.embed(en, max_tokens=a.max_tokens))
         result["init"] = {k: err[k] for k in ("en_xx_error", "xx_en_error")}
     if a.raw_xx and a.raw_eng:
         from laser_repro.core.textio import iter_lines
@@ -113,52 +113,8 @@ def _embed_with_family(a, header: dict) -> None:
         log.info("%s: %d sentences -> %s (%s)", path, len(lines), npy, family.name)
 
 
-def cmd_tatoeba_table(a):
-    from laser_repro.reporting import tables
-    from laser_repro.models.laser.fairseq_bridge import binarized_sentences
-
-    results = {}
-    for path in a.scores or []:
-        res = read_json(path)
-        results[res["language"]] = res
-    sizes: dict[str, int] = {}
-    for path in a.train:  # binarized source side: train.<src>-<tgt>.<src>.idx
-        src = Path(path).with_suffix("").suffix.lstrip(".")
-        sizes[src] = sizes.get(src, 0) + binarized_sentences(path)
-    rows = tables.table1_rows(results, sizes)
-    tables.write_tatoeba_table(rows, a.md, a.csv, run_name=a.run_name, unseen=a.unseen)
-    log.info("wrote %s and %s", a.md, a.csv)
-
-
-def cmd_eval_table(a):
-    """Table of one evaluation task, ours beside the paper; `--missing` when the task could not run."""
-    from laser_repro.reporting import tables
-
-    if bool(a.scores) == bool(a.missing):
-        raise SystemExit(f"eval-table {a.task}: give --scores or --missing (not both, not neither)")
-    common = dict(run_name=a.run_name, languages_=a.languages, missing=a.missing)
-    if a.task == "bucc":
-        results = [read_json(p) for p in a.scores]
-        tables.write_bucc_table(a.md, a.csv, scores=results or None, pairs=a.pairs, **common)
-        return
-    scores = read_json(a.scores[0]) if a.scores else None
-    if a.task == "xnli":
-        if not (a.md8 and a.csv8):
-            raise SystemExit("eval-table xnli: --md8 and --csv8 (Table 8) are required")
-        tables.write_xnli_tables(a.md, a.csv, a.md8, a.csv8, scores=scores, **common)
-    elif a.task == "mldoc":
-        tables.write_mldoc_table(a.md, a.csv, scores=scores, **common)
-    else:
-        from laser_repro.reporting.ablation import paper_full_model_value
-
-        baselines = {name: read_json(path) if path else None
-                     for name, path in (("init", a.init_scores), ("tfidf", a.tfidf_scores))}
-        tables.write_wmt_table(a.md, a.csv, scores=scores, paper=paper_full_model_value(7, "wmt_error"),
-                               **baselines, **common)
-
-
 def add_cli(sub) -> None:
-    """Register ``tatoeba``, ``embed``, ``tatoeba-table`` and ``eval-table`` on an argparse subparsers object."""
+    """Register ``tatoeba`` and ``embed`` on an argparse subparsers object."""
     s = sub.add_parser("tatoeba", help="embed one Tatoeba language pair and score it")
     s.add_argument("--encoder", required=True)
     s.add_argument("--lang", required=True)
@@ -185,27 +141,3 @@ def add_cli(sub) -> None:
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     s.set_defaults(func=cmd_embed)
-
-    s = sub.add_parser("tatoeba-table", help="assemble Table 1 (or 9 with --unseen) beside the paper")
-    s.add_argument("--run-name", required=True)
-    s.add_argument("--md", required=True)
-    s.add_argument("--csv", required=True)
-    s.add_argument("--scores", nargs="*", default=[])
-    s.add_argument("--train", nargs="+", required=True, help="binarized source sides: train.<src>-<tgt>.<src>.idx")
-    s.add_argument("--unseen", action="store_true", help="Table 9: languages without training data")
-    s.set_defaults(func=cmd_tatoeba_table)
-
-    s = sub.add_parser("eval-table", help="assemble the table of an evaluation task beside the paper")
-    s.add_argument("task", choices=["bucc", "xnli", "mldoc", "wmt"])
-    s.add_argument("--run-name", required=True)
-    s.add_argument("--languages", nargs="*", default=[])
-    s.add_argument("--scores", nargs="*", default=[], help="the task's scores JSON (bucc: one per language)")
-    s.add_argument("--pairs", nargs="*", default=[], help="bucc: the extracted test pairs per language")
-    s.add_argument("--missing", help="why the task could not run and how to get its data")
-    s.add_argument("--md", required=True)
-    s.add_argument("--csv", required=True)
-    s.add_argument("--init-scores", help="wmt: the scores of the encoder at update 0 (baseline)")
-    s.add_argument("--tfidf-scores", help="wmt: the scores of the TF-IDF baseline")
-    s.add_argument("--md8", help="xnli: Table 8 Markdown")
-    s.add_argument("--csv8", help="xnli: Table 8 CSV")
-    s.set_defaults(func=cmd_eval_table)

@@ -19,7 +19,8 @@ import numpy as np
 
 from laser_repro.core import languages
 from laser_repro.core.textio import atomic_output, iter_lines
-from laser_repro.evaluation.xsim import tfidf_error, xsim_error
+from laser_repro.evaluation.xsim import tfidf_error
+from laser_repro.models.similarity import xsim_error
 
 SPLITS = ("heldout", "sample")
 SPLIT_TITLES = {"heldout": "held-out lines", "sample": "training lines"}
@@ -204,7 +205,8 @@ def cmd_table(a):
 
 
 def cmd_curves_plot(a):
-    from laser_repro.evaluation.curves import plot_curves, read_curves
+    from laser_repro.evaluation.curves import plot_curves
+    from laser_repro.models.laser.curves import read_curves
     from laser_repro.core.textio import read_json
 
     rows = read_curves(a.curves)

@@ -2,7 +2,7 @@
 family, with its two baselines on the same sentences -- the model at update 0 and character n-gram
 TF-IDF -- and the learning curves of a multienc run.
 
-Every ordered pair of languages is scored (laser_repro.evaluation.xsim.similarity_error_matrix, the
+Every ordered pair of languages is scored (laser_repro.models.similarity.similarity_error_matrix, the
 implementation behind FLORES xsim too). The texts are the model's own input (BPE'd with its codes),
 ``<data_dir>/<split>.<lang>``; the TF-IDF baseline reads the raw lines.
 """
@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from laser_repro.core.textio import iter_lines, read_json, write_json
-from laser_repro.evaluation.xsim import similarity_error_matrix, tfidf_error_matrix
+from laser_repro.evaluation.xsim import tfidf_error_matrix
+from laser_repro.models.similarity import similarity_error_matrix
 
 log = logging.getLogger("laser_repro")
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 
 from laser_repro.core.textio import iter_lines, write_json
-from laser_repro.evaluation.xsim import pair_key, similarity_error_matrix, tfidf_error_matrix
+from laser_repro.evaluation.xsim import tfidf_error_matrix
+from laser_repro.models.similarity import pair_key, similarity_error_matrix
 
 log = logging.getLogger("laser_repro")
 

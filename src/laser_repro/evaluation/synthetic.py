@@ -86,7 +86,7 @@ def run_alignment_experiment(workdir, *, model=None, train=None, langs=LANGS, tr
     from laser_repro.models.laser import fairseq_bridge
     from laser_repro.models.laser.encoder import SentenceEncoder
     from laser_repro.models.laser.export import export_encoder
-    from laser_repro.evaluation.xsim import xsim_error
+    from laser_repro.models.similarity import xsim_error
 
     workdir = Path(workdir)
     texts = write_nway(workdir / "text", langs, train=train_sentences, heldout=heldout_sentences, seed=seed,

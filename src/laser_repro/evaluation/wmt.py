@@ -41,7 +41,7 @@ def similarity_errors(embeddings: Mapping[str, np.ndarray], *, normalized: bool 
     """Error rates (%) for every ordered pair (query language, searched language) of row-aligned
     embeddings, per-language averages and the average over all ordered pairs. ``normalized``: the rows
     are L2-normalised already (dense or scipy sparse, e.g. TF-IDF rows)."""
-    from laser_repro.evaluation.tatoeba import normalize_rows, retrieval_errors
+    from laser_repro.models.similarity import normalize_rows, retrieval_errors
 
     codes = list(embeddings)
     if len(codes) < 2:

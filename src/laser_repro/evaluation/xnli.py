@@ -34,10 +34,10 @@ import numpy as np
 from laser_repro.core import languages
 from laser_repro.core.archives import ZIP_ERRORS, find_zip_member
 from laser_repro.core.textio import InputError, atomic_output, decode_lines, one_line, write_json
+from laser_repro.data.nli_labels import XNLI_LABELS, read_labels
 
 log = logging.getLogger(__name__)
 
-XNLI_LABELS = ("entailment", "neutral", "contradiction")
 XNLI_ROOT = "XNLI-1.0"
 XNLI_SPLITS = ("dev", "test")
 XNLI_COLUMNS = ("language", "gold_label", "sentence1_binary_parse", "sentence2_binary_parse", "sentence1_parse",
@@ -271,28 +271,6 @@ def multinli_texts(zip_path, premises, hypotheses, labels, *, max_pairs: int | N
 
 
 # --------------------------------------------------------------------------- classification
-
-
-def read_labels(path: Path | str, names: Sequence[str] = XNLI_LABELS) -> tuple[list[str], np.ndarray]:
-    """pairIDs and label indices of a ``pairID<TAB>label`` file."""
-    from laser_repro.core.textio import iter_lines
-
-    index = {name: i for i, name in enumerate(names)}
-    ids, labels, seen = [], [], set()
-    for number, line in enumerate(iter_lines(path), start=1):
-        pid, tab, label = line.partition("\t")
-        if not tab or not pid:
-            raise InputError(f"{path}: line {number}: expected 'pairID<TAB>label', got {line!r}")
-        if label not in index:
-            raise InputError(f"{path}: line {number}: label {label!r} is not one of {', '.join(names)}")
-        if pid in seen:
-            raise InputError(f"{path}: line {number}: pairID {pid} appears twice")
-        seen.add(pid)
-        ids.append(pid)
-        labels.append(index[label])
-    if not ids:
-        raise InputError(f"{path}: no labels")
-    return ids, np.asarray(labels, dtype=np.int64)
 
 
 def load_embeddings(path: Path | str, rows: int | None = None, dim: int | None = None) -> np.ndarray:

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from laser_repro.core.launch import Rank
 from laser_repro.models.device import distributed_backend
+from laser_repro.models.launch import Rank
 
 
 def derived_seed(*parts: int) -> int:

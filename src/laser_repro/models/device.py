@@ -53,7 +53,7 @@ def planned_device_type(uses_gpu: bool, environ: Optional[Mapping[str, str]] = N
 
 
 def worker_device(rank, *, uses_gpu: bool = True, environ: Optional[Mapping[str, str]] = None) -> torch.device:
-    """The device of the worker ``rank`` (a :class:`laser_repro.core.launch.Rank`).
+    """The device of the worker ``rank`` (a :class:`laser_repro.models.launch.Rank`).
 
     ``uses_gpu`` false (Bi-Sent2Vec: a CPU kernel): the CPU, whatever is visible. A launcher's plan
     (:data:`PLANNED_DEVICE_ENV`) is followed: "cpu" keeps every worker on the CPU, "cuda" makes a worker

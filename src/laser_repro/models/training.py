@@ -27,11 +27,11 @@ def _train_worker_argv(a, threads: int) -> list[str]:
 
 
 def cmd_train(a):
-    """Launcher: start the worker(s); worker: train one rank (see laser_repro.core.launch).
+    """Launcher: start the worker(s); worker: train one rank (see laser_repro.models.launch).
 
     The launcher holds ``<save_dir>/.train.lock`` for the whole run and resumes only a checkpoint
     directory whose fingerprint matches these settings and data (laser_repro.models.training_guard)."""
-    from laser_repro.core import launch
+    from laser_repro.models import launch
     from laser_repro.models import training_guard
 
     settings = json.loads(a.settings)
@@ -58,7 +58,7 @@ def cmd_train(a):
 
 
 def _train_launcher(a, settings: dict):
-    from laser_repro.core import launch
+    from laser_repro.models import launch
     from laser_repro.models import device, registry, training_guard
 
     save_dir = Path(a.save_dir)
@@ -120,7 +120,7 @@ def _train_worker(a, settings: dict, rank) -> None:
     """One rank: the family trains, polling the preemption flag (signals; the SLURM time limit)."""
     import torch
 
-    from laser_repro.core import launch
+    from laser_repro.models import launch
     from laser_repro.models import registry, training_guard
     from laser_repro.models.device import worker_device
 

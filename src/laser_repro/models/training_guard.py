@@ -18,7 +18,7 @@ Which settings are in the fingerprint (:func:`model_settings`): all of ``setting
 pairs, targets, nli weight, curves, train) except
 
 * the process geometry -- ``train.gpus``, ``train.cpu_processes``, ``train.update_freq`` -- which is
-  replaced by the planned tokens per update (:func:`laser_repro.config.planned_tokens_per_update`): the launcher
+  replaced by the planned tokens per update (:func:`planned_tokens_per_update`): the launcher
   recomputes update_freq for the processes it finds, so a resume on another number of GPUs
   trains the same model (up to float summation order; threads likewise, they are not settings);
 * the stopping criteria -- ``train.max_epoch``, ``max_update``, ``early_stopping`` -- raising them
@@ -54,7 +54,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Mapping, Optional
 
-from laser_repro.config import planned_tokens_per_update, without_default_precision
 from laser_repro.core.nested import flatten_settings
 from laser_repro.core.textio import read_json, write_json
 
@@ -83,6 +82,24 @@ _CHUNK = 1 << 22  # 4 MiB reads: hashlib releases the GIL on large updates
 # -------------------------------------------------------------------------------------------
 # fingerprint
 # -------------------------------------------------------------------------------------------
+
+
+def planned_tokens_per_update(train: dict) -> int:
+    """Tokens per update the ``train`` settings plan: ``tokens_per_update`` when set, else
+    ``max_tokens x max(gpus, 1) x update_freq`` (the paper: 16 GPUs of 8000 tokens).  The launcher
+    keeps it whatever the number of processes it finds (:func:`laser_repro.models.launch.update_freq_for`)."""
+    return int(train.get("tokens_per_update") or (
+        train["max_tokens"] * max(train.get("gpus", 0), 1) * train["update_freq"]))
+
+
+#: the precision of every training before ``train.precision`` existed
+DEFAULT_PRECISION = "fp32"
+
+
+def without_default_precision(train: Mapping) -> dict:
+    """``train`` settings without ``precision`` when it is the default: what identifies a run (a fingerprint,
+    a shared pre-training's directory) stays that of the runs made before the key existed."""
+    return {k: v for k, v in train.items() if not (k == "precision" and v == DEFAULT_PRECISION)}
 
 
 def model_settings(settings: Mapping) -> dict:

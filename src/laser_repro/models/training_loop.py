@@ -17,10 +17,10 @@ from typing import Callable, ClassVar, Optional, Sequence
 
 import torch
 
-from laser_repro.core.launch import Rank
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.collectives import Comm, atomic_write, derived_seed, restore_rng
 from laser_repro.models.device import Precision, worker_device
+from laser_repro.models.launch import Rank
 
 CHECKPOINT_LAST, CHECKPOINT_BEST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_init.pt"
 #: the learning curves: the state's "history" (JSON)

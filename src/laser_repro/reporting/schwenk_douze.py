@@ -24,7 +24,8 @@ from typing import Mapping, Sequence
 
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, require_model_records
-from laser_repro.evaluation.xsim import mean_over, pair_key
+from laser_repro.evaluation.xsim import mean_over
+from laser_repro.models.similarity import pair_key
 from laser_repro.reporting import seeds
 from laser_repro.reporting.tables import fmt2
 

@@ -32,7 +32,7 @@ rule binarize_pair:
 # SLURM task. A worker that gets SIGTERM/SIGUSR1 saves checkpoint_last.pt and exits with 75, and
 # the retried job resumes from it.
 # Besides the final checkpoint: the model at update 0 (same seed; the random-encoder baseline) and, with
-# flores_eval, the learning curves measured during training (laser_repro.evaluation.curves).
+# flores_eval, the learning curves measured during training (laser_repro.models.laser.curves).
 TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
                  "initial": "results/{run}/models/{variant}/checkpoint_init.pt",
                  "record": "results/{run}/models/{variant}/model_record.json"}

@@ -29,13 +29,13 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 import torch
 
-from laser_repro.core.launch import Rank
 from laser_repro.core.textio import count_lines, iter_lines
 from laser_repro.data.nway import tok_files
-from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.bisent2vec import kernel
 from laser_repro.models.bisent2vec import vocab as vocabulary
 from laser_repro.models.collectives import atomic_write, derived_seed
+from laser_repro.models.launch import Rank
+from laser_repro.models.similarity import similarity_error_matrix
 from laser_repro.models.training_loop import load_resume_checkpoint
 
 CHECKPOINT_LAST, CHECKPOINT_INIT = "checkpoint_last.pt", "checkpoint_init.pt"

@@ -27,8 +27,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from laser_repro.core.launch import Rank
-from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
@@ -37,6 +35,8 @@ from laser_repro.models.labse import vocab
 from laser_repro.models.labse.grad_cache import dual_encoder_step
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
                                             build_masked_lm, complete, sentence_embedding)
+from laser_repro.models.launch import Rank
+from laser_repro.models.similarity import similarity_error_matrix
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
                                               CURVES_FILE, CheckpointedTraining, run_training)
 

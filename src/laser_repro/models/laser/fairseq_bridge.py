@@ -204,7 +204,7 @@ def binarize_nli(premise_bpe, hypothesis_bpe, labels_tsv, dict_path, dest_prefix
     """Binarize NLI training pairs for the multitask objective (``--nli-data dest_prefix``).
 
     ``premise_bpe`` / ``hypothesis_bpe``: BPE'd sentences, one per line; ``labels_tsv``: the
-    ``pairID<TAB>label`` file of the same rows (:func:`laser_repro.evaluation.xnli.read_labels`; labels
+    ``pairID<TAB>label`` file of the same rows (:func:`laser_repro.data.nli_labels.read_labels`; labels
     entailment / neutral / contradiction -> 0 / 1 / 2, the order of ``XNLI_LABELS``).
     Writes ``{dest_prefix}.premise.{bin,idx}`` and ``{dest_prefix}.hypothesis.{bin,idx}``
     (fairseq mmap indexed datasets with the joint dictionary ``dict_path``, binarized by
@@ -215,7 +215,7 @@ def binarize_nli(premise_bpe, hypothesis_bpe, labels_tsv, dict_path, dest_prefix
     Returns the number of pairs.
     """
     from laser_repro.core.textio import count_lines
-    from laser_repro.evaluation.xnli import read_labels
+    from laser_repro.data.nli_labels import read_labels
 
     premise_bpe, hypothesis_bpe, labels_tsv = (Path(p).resolve() for p in (premise_bpe, hypothesis_bpe, labels_tsv))
     for f in (premise_bpe, hypothesis_bpe, labels_tsv, Path(dict_path)):
@@ -609,7 +609,7 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     true, ``checkpoint_last.pt`` is saved at that update and training stops early.
     ``initial_checkpoint``: a path; a run that starts at update 0 saves its model there before the
     first update (the same seed's initialization: the random-encoder baseline).
-    ``monitor``: a :class:`laser_repro.evaluation.curves.CurveMonitor` (give it to the master process only),
+    ``monitor``: a :class:`laser_repro.models.laser.curves.CurveMonitor` (give it to the master process only),
     called at update 0 and after every update (it decides when to measure).
     Returns ``{"preempted": bool, "num_updates": int, "start_updates": int, "start_epoch": int}``:
     the update reached and the one the run started from (``checkpoint_last.pt``'s, 0 when fresh);

@@ -13,7 +13,7 @@ log = logging.getLogger("laser_repro")
 
 class LaserFamily(ModelFamily):
     name = "laser"
-    curves_file = "curves.jsonl"  # laser_repro.evaluation.curves.CURVES_FILE
+    curves_file = "curves.jsonl"  # laser_repro.models.laser.curves.CURVES_FILE
 
     def fingerprint_settings(self, settings: Mapping) -> dict:
         from laser_repro.models import training_guard
@@ -35,13 +35,12 @@ class LaserFamily(ModelFamily):
         """One fairseq rank on ``device`` (CPU, or its GPU: fairseq's ``--device-id``): ``update_freq``
         recomputed for the processes found (same tokens per update), early stopping on the held-out pairs,
         the NLI multitask objective, the curves."""
-        from laser_repro.config import planned_tokens_per_update
-        from laser_repro.core import launch
+        from laser_repro.models import launch, training_guard
         from laser_repro.models.laser import fairseq_bridge
         from laser_repro.models.training import INITIAL_CHECKPOINT
 
         train = dict(settings["train"])
-        planned = planned_tokens_per_update(train)
+        planned = training_guard.planned_tokens_per_update(train)
         for key in ("tokens_per_update", "gpus", "cpu_processes"):
             train.pop(key, None)
         early = train.pop("early_stopping", None)
@@ -56,7 +55,7 @@ class LaserFamily(ModelFamily):
             log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
                      planned, train["max_tokens"], rank.world_size, train["update_freq"], tokens_per_update)
         nli = settings.get("nli")  # optional {"data": PREFIX, "weight": W}: the NLI multitask objective
-        curves = settings.get("curves")  # learning curves (laser_repro.evaluation.curves); they measure the held-out loss
+        curves = settings.get("curves")  # learning curves (laser_repro.models.laser.curves); they measure the held-out loss
         # pairs with no binarized sentence (empty bitexts) are left out with a warning; none left: an error
         pairs, _ = fairseq_bridge.nonempty_pairs(str(data_dir), settings["pairs"])
         argv = fairseq_bridge.fairseq_train_argv(str(data_dir), str(save_dir), pairs, settings["targets"],
@@ -68,7 +67,7 @@ class LaserFamily(ModelFamily):
             log.info("fairseq-train %s", " ".join(argv))
         monitor = None
         if curves and rank.is_master:
-            from laser_repro.evaluation.curves import CurveMonitor
+            from laser_repro.models.laser.curves import CurveMonitor
 
             monitor = CurveMonitor(Path(save_dir) / self.curves_file, seed=train["seed"], **curves)
         initial = Path(save_dir) / INITIAL_CHECKPOINT if rank.is_master else None
@@ -83,7 +82,7 @@ class LaserFamily(ModelFamily):
             log.info("early stopping: the model is %s (update %d, lowest held-out loss); stopped at update %d",
                      model, kept, outcome["num_updates"])
             if curves:
-                from laser_repro.evaluation.curves import mark_kept
+                from laser_repro.models.laser.curves import mark_kept
 
                 mark_kept(Path(save_dir) / self.curves_file, kept)
         return {**outcome, "model": model, "kept_update": kept,

@@ -2,7 +2,7 @@
 mini-batches, each on one sampled partial path; validation by dev loss and the dev similarity
 error (Algorithm 1), the learning rate decayed whenever the dev similarity error does not improve.
 
-Several processes (torchrun / srun, ``laser_repro.core.launch``) split every global batch into
+Several processes (torchrun / srun, ``laser_repro.models.launch``) split every global batch into
 contiguous slices. The path of an update and the shuffling of an epoch come from RNGs seeded with
 ``(seed, update)`` / ``(seed, epoch)``, so every rank uses the same encoders and decoders; the
 gradients of those modules are summed over the ranks (an all-reduce, no DDP wrapper) and divided
@@ -20,14 +20,14 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 import torch
 
-from laser_repro.core.launch import Rank
-from laser_repro.evaluation.xsim import similarity_error_matrix
 from laser_repro.models import subword
 from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
+from laser_repro.models.launch import Rank
 from laser_repro.models.multienc.data import batches, collate, load_split
 from laser_repro.models.multienc.model import Dictionary, build_model, complete_model_settings
 from laser_repro.models.multienc.paths import TrainingPaths
+from laser_repro.models.similarity import similarity_error_matrix
 from laser_repro.models.training_loop import (CHECKPOINT_BEST, CHECKPOINT_INIT, CHECKPOINT_LAST,  # noqa: F401
                                               CURVES_FILE, CheckpointedTraining, run_training)
 

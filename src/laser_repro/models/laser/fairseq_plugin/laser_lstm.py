@@ -88,7 +88,7 @@ DEFAULTS: Dict[str, object] = {
     "nli_hidden_dim": 512,
 }
 
-#: number of NLI classes: entailment, neutral, contradiction (``len(laser_repro.evaluation.xnli.XNLI_LABELS)``, in
+#: number of NLI classes: entailment, neutral, contradiction (``len(laser_repro.data.nli_labels.XNLI_LABELS)``, in
 #: that order; a constant here because the fairseq plugin imports nothing of the package but
 #: laser_repro.models.checkpoint_safety -- tests/test_architecture.py checks both)
 NLI_NUM_CLASSES = 3
