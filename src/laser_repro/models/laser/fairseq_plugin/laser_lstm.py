@@ -140,15 +140,14 @@ def token_embedding(num: int, dim: int, padding_idx: int) -> nn.Embedding:
 def _output_token_ids(tokens, dictionary) -> Tensor:
     """The decoder's output vocabulary as a sorted LongTensor of dictionary ids, with the special
     symbols (they keep their ids: padding is ignored by the loss under its own id)."""
-    ids = torch.as_tensor(tokens, dtype=torch.long).flatten()
-    specials = torch.tensor([dictionary.bos(), dictionary.pad(), dictionary.eos(), dictionary.unk()])
-    ids = torch.unique(torch.cat([specials, ids]))  # sorted
+    specials = [dictionary.bos(), dictionary.pad(), dictionary.eos(), dictionary.unk()]
+    if sorted(specials) != list(range(len(specials))):
+        raise ValueError("the dictionary's special symbols must be its first entries")
+    ids = torch.unique(torch.cat([torch.tensor(specials), torch.as_tensor(tokens, dtype=torch.long).flatten()]))
     if int(ids[0]) < 0 or int(ids[-1]) >= len(dictionary):
         raise ValueError(f"decoder output tokens outside the dictionary (ids {int(ids[0])}..{int(ids[-1])}, "
                          f"{len(dictionary)} entries)")
-    if not torch.equal(ids[: len(specials)], specials.sort().values) or int(specials.max()) != len(specials) - 1:
-        raise ValueError("the dictionary's special symbols must be its first entries")
-    return ids
+    return ids  # sorted: the specials are rows 0-3, under their own ids
 
 
 def uniform_init(module: nn.Module) -> nn.Module:
@@ -288,8 +287,8 @@ class LaserLSTMDecoder(FairseqIncrementalDecoder):
         if output_tokens is not None:
             output_tokens = _output_token_ids(output_tokens, dictionary)
             num_outputs = len(output_tokens)
-            # dictionary id -> output row; ids outside the output vocabulary score as <unk>
-            index = torch.full((len(dictionary),), int((output_tokens == dictionary.unk()).nonzero()), dtype=torch.long)
+            # dictionary id -> output row; ids outside the output vocabulary score as <unk> (its own row)
+            index = torch.full((len(dictionary),), dictionary.unk(), dtype=torch.long)
             index[output_tokens] = torch.arange(num_outputs)
             self.register_buffer("output_tokens", output_tokens)
             self.register_buffer("output_index", index)

@@ -503,7 +503,7 @@ class LaserMultilingualTask(LegacyFairseqTask):
             if ids.size and int(ids.max()) >= len(self.dictionary):
                 raise ValueError(f"{data_file_path(prefix)}: token id {int(ids.max())} outside the dictionary "
                                  f"({len(self.dictionary)} entries)")
-            seen[np.unique(ids)] = True
+            seen[ids] = True
         tokens = np.flatnonzero(seen)
         logger.info(f"decoder output vocabulary: {len(tokens)} of {len(self.dictionary)} dictionary entries "
                     f"occur on the target side ({', '.join(self.target_langs)})")
