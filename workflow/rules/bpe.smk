@@ -10,7 +10,7 @@ rule bpe_count:
         "results/{run}/bpe/words",
     log:
         "results/{run}/logs/bpe/count.log",
-    threads: CFG["bpe"]["threads"]
+    threads: lambda w: CFG["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
@@ -30,7 +30,7 @@ rule bpe_learn:
     benchmark:
         "results/{run}/benchmarks/bpe_learn.tsv"
     params:
-        merges=CFG["bpe"]["merges"],
+        merges=lambda w: CFG["bpe"]["merges"],
     resources:
         mem_mb=16000,
     conda:

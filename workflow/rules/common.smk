@@ -19,7 +19,8 @@ CFG = PLAN.config
 RUN = f"results/{CFG['run_name']}"
 TABLE1 = [f"results/tables/{CFG['run_name']}/table1.md", f"results/tables/{CFG['run_name']}/table1.csv"]
 DATA_ROOT = CFG.get("data_root")
-LASER = PLAN.laser  # the config trains a LASER model (top-level model section); `models` holds the other families
+LASER = PLAN.laser  # the config has a model of family laser (its data: the bitext_data entry it names)
+LASER_NAME = PLAN.laser_name  # that model (its base variant), results/<run>/models/<name>/
 
 
 def alternatives(names):

@@ -19,8 +19,8 @@ rule eval_embed:
         name="[A-Za-z0-9_-]+",
     params:
         lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
-        max_tokens=CFG["embed"]["max_tokens"],
-    threads: CFG["embed"]["threads"]
+        max_tokens=lambda w: CFG["embed"]["max_tokens"],
+    threads: lambda w: CFG["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
@@ -126,7 +126,7 @@ rule bucc_mine:
                                                   "--mode", EVAL["bucc"]["mode"],
                                                   "--shard-rows", EVAL["bucc"]["shard_rows"],
                                                   "--knn-device", EVAL["knn_device"])),
-    threads: CFG["embed"]["threads"]
+    threads: lambda w: CFG["embed"]["threads"]
     resources:
         mem_mb=8000,
         gpu=1 if EVAL.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
@@ -173,9 +173,9 @@ rule bucc_extract:
 
 rule table4:
     input:
-        scores=expand(f"{RUN}/eval/bucc/base/scores/{{xx}}.json", xx=EVAL.get("bucc", {}).get("languages", []))
+        scores=expand(f"{RUN}/eval/bucc/{LASER_NAME}/scores/{{xx}}.json", xx=EVAL.get("bucc", {}).get("languages", []))
         if task_ready("bucc") else [],
-        pairs=expand(f"{RUN}/eval/bucc/base/test_pairs/{{xx}}-en.tsv", xx=EVAL.get("bucc", {}).get("languages", []))
+        pairs=expand(f"{RUN}/eval/bucc/{LASER_NAME}/test_pairs/{{xx}}-en.tsv", xx=EVAL.get("bucc", {}).get("languages", []))
         if task_ready("bucc") else [],
     output:
         md="results/tables/{run}/table4.md",
@@ -267,7 +267,7 @@ if "wmt" in EVAL:
 # ours (base model) beside the encoder at update 0 and TF-IDF, on the same sentences
 rule table_wmt:
     input:
-        **({"scores": f"{RUN}/eval/wmt/base/scores.json", "init": f"{RUN}/eval/wmt/base/init_scores.json",
+        **({"scores": f"{RUN}/eval/wmt/{LASER_NAME}/scores.json", "init": f"{RUN}/eval/wmt/{LASER_NAME}/init_scores.json",
             "tfidf": f"{RUN}/eval/wmt/tfidf_scores.json"} if task_ready("wmt") else {}),
     output:
         md="results/tables/{run}/wmt.md",
@@ -342,7 +342,7 @@ rule xnli_classify:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
                                         for lang in EVAL["xnli"]["languages"]),
         config=lambda w: shell_quote_json(EVAL["xnli"]["classifier"]),
-    threads: CFG["embed"]["threads"]
+    threads: lambda w: CFG["embed"]["threads"]
     resources:
         mem_mb=16000,
     conda:
@@ -356,7 +356,7 @@ rule xnli_classify:
 
 rule table2_table8:
     input:
-        [f"{RUN}/eval/xnli/base/scores.json"] if task_ready("xnli") else [],
+        [f"{RUN}/eval/xnli/{LASER_NAME}/scores.json"] if task_ready("xnli") else [],
     output:
         md2="results/tables/{run}/table2.md",
         csv2=report("results/tables/{run}/table2.csv", category="Paper tables", caption="../report/table.rst"),
@@ -406,7 +406,7 @@ rule mldoc_classify:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
                                         for lang in EVAL["mldoc"]["languages"]),
         config=lambda w: shell_quote_json(EVAL["mldoc"]["classifier"]),
-    threads: CFG["embed"]["threads"]
+    threads: lambda w: CFG["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
@@ -416,7 +416,7 @@ rule mldoc_classify:
 
 rule table3:
     input:
-        [f"{RUN}/eval/mldoc/base/scores.json"] if task_ready("mldoc") else [],
+        [f"{RUN}/eval/mldoc/{LASER_NAME}/scores.json"] if task_ready("mldoc") else [],
     output:
         md="results/tables/{run}/table3.md",
         csv=report("results/tables/{run}/table3.csv", category="Paper tables", caption="../report/table.rst"),

@@ -93,8 +93,8 @@ rule flores_xsim:
     params:
         bpe_dir=lambda w, input: os.path.dirname(input.texts[0]),
         langs=lambda w: list(PLAN.flores_languages),
-        max_tokens=CFG["embed"]["max_tokens"],
-    threads: CFG["embed"]["threads"]
+        max_tokens=lambda w: CFG["embed"]["max_tokens"],
+    threads: lambda w: CFG["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
@@ -105,7 +105,7 @@ rule flores_xsim:
 
 rule flores_table:
     input:
-        scores=f"{RUN}/flores/base/scores.json",
+        scores=f"{RUN}/flores/{LASER_NAME}/scores.json",
         tfidf=f"{RUN}/flores/tfidf.json",
     output:
         md="results/tables/{run}/flores_xsim.md",

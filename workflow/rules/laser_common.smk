@@ -1,5 +1,5 @@
-# Input functions and paths of the LASER model's rules (included only when the config has the LASER
-# model section): its variants, FLORES xsim, the evaluation tasks' data, the ablation tables.
+# Input functions and paths of the LASER model's rules (empty target lists when the config has no
+# model of family laser): its variants, FLORES xsim, the evaluation tasks' data, the ablation tables.
 # ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
 VARIANTS = PLAN.variants
 METRICS = f"{RUN}/metrics"
@@ -297,3 +297,41 @@ def flores_targets():
     return [f"{TABLES}/flores_xsim.md", f"{TABLES}/flores_xsim.csv",
             *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in PLAN.configured(VARIANTS)
               if buildable(name)]]
+
+
+# ---- the LASER model's targets (none without a model of family laser); called once every rule exists --
+def laser_paper_tables():
+    """Tables 1-4, 8, 9 and WMT of the LASER model."""
+    if not LASER:
+        return []
+    return [*TABLE1, *expand(f"{TABLES}/{{table}}.{{ext}}",
+                             table=["table2", "table3", "table4", "table8", "table9", "wmt"], ext=["md", "csv"])]
+
+
+def laser_targets():
+    """Everything the LASER model's part of the default target builds."""
+    if not LASER:
+        return []
+    return [*laser_paper_tables(), *flores_targets(), *rules.ablations.input, f"{RUN}/metrics.json"]
+
+
+def laser_models():
+    return [name for name in VARIANTS if buildable(name)]
+
+
+def laser_data():
+    """The LASER data stage: binarized training (and held-out) pairs, the dictionary, MultiNLI for Table 6."""
+    if not LASER:
+        return []
+    nli = any(v.nli_weight for v in VARIANTS.values()) and task_ready("xnli")
+    return [*binarized_files(), f"{RUN}/bin/dict.txt", *binarized_files(PLAN.curve_pairs, split="valid"),
+            *([f"{RUN}/bin/nli/train.label.npy"] if nli else [])]
+
+
+def laser_evaluation():
+    """Everything the LASER model's paper tables read, so that the tables stage writes nothing but tables."""
+    if not LASER:
+        return []
+    return [f"{RUN}/metrics.json", *rules.table1.input, *rules.table9.input, *rules.table4.input,
+            *rules.table2_table8.input, *rules.table3.input, *rules.table_wmt.input,
+            *([*rules.flores_table.input, *rules.flores_tfidf.input] if FLORES else [])]

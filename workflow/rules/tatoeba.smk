@@ -39,8 +39,8 @@ rule tatoeba_evaluate:
     log:
         "results/{run}/logs/{variant}/tatoeba/{lang}.log",
     params:
-        max_tokens=CFG["embed"]["max_tokens"],
-    threads: CFG["embed"]["threads"]
+        max_tokens=lambda w: CFG["embed"]["max_tokens"],
+    threads: lambda w: CFG["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
@@ -53,7 +53,7 @@ rule tatoeba_evaluate:
 
 rule table1:
     input:
-        scores=expand(f"{RUN}/tatoeba/base/scores/{{lang}}.json", lang=PLAN.tatoeba_seen),
+        scores=expand(f"{RUN}/tatoeba/{LASER_NAME}/scores/{{lang}}.json", lang=PLAN.tatoeba_seen),
         train=[f"{RUN}/bin/train.{s}-{t}.{s}.idx" for s, t in PLAN.pairs],
     output:
         md="results/tables/{run}/table1.md",
@@ -71,7 +71,7 @@ rule table1:
 
 rule table9:
     input:
-        scores=expand(f"{RUN}/tatoeba/base/scores/{{lang}}.json", lang=PLAN.tatoeba_unseen),
+        scores=expand(f"{RUN}/tatoeba/{LASER_NAME}/scores/{{lang}}.json", lang=PLAN.tatoeba_unseen),
         train=[f"{RUN}/bin/train.{s}-{t}.{s}.idx" for s, t in PLAN.pairs],
     output:
         md="results/tables/{run}/table9.md",

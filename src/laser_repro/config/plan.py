@@ -116,8 +116,14 @@ class Plan:
 
     @property
     def laser(self) -> bool:
-        """The config trains a LASER model (its top-level model section); otherwise only `models`."""
-        return "model" in self.config
+        """The config trains a LASER model (a model of family laser; its sections resolved by
+        :func:`laser_repro.config.schema.resolve`)."""
+        return "laser" in self.config
+
+    @property
+    def laser_name(self) -> str | None:
+        """The LASER model's name in `models` (its base variant: results/<run>/models/<name>/), or None."""
+        return self.config["laser"]["name"] if self.laser else None
 
     # -- seed replicates (config `seeds`) ----------------------------------------------------------------
     @property
@@ -368,7 +374,7 @@ class Plan:
         flores = self.flores_eval
         if not (self.laser and flores and self.models):
             return {}
-        out = {"base": "laser"}
+        out = {self.laser_name: "laser"}
         for name, m in self.config["models"].items():
             data = self.nway_data[m["data"]]
             first = data["corpus"] if isinstance(data["corpus"], str) else data["corpus"][0]
@@ -378,10 +384,13 @@ class Plan:
 
     @cached_property
     def bitexts(self) -> list[Bitext]:
-        """The LASER model's training bitexts (none without a LASER model)."""
+        """The LASER model's training bitexts: each corpus of its bitext_data with each target (none without
+        a LASER model)."""
         if not self.laser:
             return []
-        return [b for corpus in self.config["corpora"] for b in corpus_bitexts(corpus, self.config["targets"])]
+        aligned = set(self.config["laser"]["corpora"])
+        return [b for corpus in self.config["corpora"] if corpus["name"] in aligned
+                for b in corpus_bitexts(corpus, self.config["targets"])]
 
     @cached_property
     def pairs(self) -> list[tuple[str, str]]:
@@ -451,7 +460,7 @@ class Plan:
     # -- ablation variants (Tables 5-7) ------------------------------------------------------------
     @cached_property
     def base(self) -> Variant:
-        return Variant("base", tuple(sorted(self.config["model"].items())), tuple(self.pairs))
+        return Variant(self.laser_name, tuple(sorted(self.config["model"].items())), tuple(self.pairs))
 
     def _variant(self, name: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
         merged = {**self.config["model"], **(model or {})}
@@ -491,7 +500,7 @@ class Plan:
     def _configured_variants(self) -> dict[str, Variant]:
         if not self.laser:
             return {}
-        out = {"base": self.base}
+        out = {self.base.name: self.base}
         for rows in self.ablation_rows.values():
             for row in rows:
                 out.setdefault(row.variant.name, row.variant)
@@ -512,7 +521,7 @@ class Plan:
         """Every variant name (also those equal to the base model) -> the name of the model trained."""
         if not self.laser:
             return {}
-        names = {"base": "base"}
+        names = {self.base.name: self.base.name}
         for rows in self.ablation_rows.values():
             names.update({row.name: row.variant.name for row in rows})
         return names

@@ -265,6 +265,8 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     `source` names the config in messages (default: the origin's files, else "config")."""
     origin = origin or Origin()
     source = source or origin.label() or "config"
+    if isinstance(config, dict):
+        _refuse_top_level_laser(config, source, origin)
     schema = load_schema(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config),
@@ -281,11 +283,94 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
             lines.append(f"... and {len(problems) - MAX_ERRORS} more")
         raise ConfigError(f"invalid configuration ({source}):\n  " + "\n  ".join(lines))
     config = copy.deepcopy(config)
-    for key in ("opus", "filters", "preprocess", "embed"):
-        config.setdefault(key, {})
+    config.setdefault("opus", {})
     _fill_defaults(config, schema, schema)
+    _check_laser_entries(config, source, origin)
+    config = resolve(config, schema)
     _check_semantics(config, source, origin)
     return config
+
+
+# ---- one config shape: LASER's model and data are entries of `models` and `bitext_data` -------------
+
+TOP_LEVEL_LASER_KEYS = {"targets": "data", "filters": "data", "preprocess": "data", "bpe": "data",
+                        "model": "model", "train": "model", "embed": "model", "ablations": "model"}
+
+
+def _refuse_top_level_laser(config: dict, source: str, origin: Origin) -> None:
+    """The former top-level LASER form (targets, bpe, model, train, ... at the top level) is refused with
+    the way to write it now: one shape for every family."""
+    found = [key for key in config if key in TOP_LEVEL_LASER_KEYS]
+    if not found:
+        return
+    data = ", ".join(k for k in found if TOP_LEVEL_LASER_KEYS[k] == "data") or "targets, bpe"
+    model = ", ".join(k for k in found if TOP_LEVEL_LASER_KEYS[k] == "model") or "model, train"
+    where = origin.locate([found[0]]) or source
+    raise ConfigError(
+        f"{where}: {', '.join(found)}: the LASER model is no longer configured at the top level. Every model is "
+        f"an entry of `models` and LASER's data an entry of `bitext_data`; move the keys there:\n"
+        f"  bitext_data:\n    <data name>:          # {data} (and optionally corpora: [names], default every corpus)\n"
+        f"  models:\n    base:\n      family: laser\n      data: <data name>\n"
+        f"      ...                   # {model}\n"
+        f"(docs/configurations.md, \"One config shape\"; config/small.yaml is an example)")
+
+
+def _check_laser_entries(config: dict, source: str, origin: Origin) -> None:
+    """The LASER models of `models` and the `bitext_data` entries: one of each per run, each data entry used."""
+    def fail(path: list, message: str):
+        raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {message}")
+
+    laser = [name for name, m in config["models"].items() if m["family"] == "laser"]
+    data = config.get("bitext_data", {})
+    for name in laser[1:]:
+        fail(["models", name], f"a second LASER model (after {laser[0]!r}): one LASER model per run; its "
+                               f"variants (several models on the same bitext_data) are models.{laser[0]}.ablations")
+    for name in list(data)[1:]:
+        fail(["bitext_data", name], f"a second bitext_data entry (after {next(iter(data))!r}): one per run")
+    for name in laser:
+        if config["models"][name]["data"] not in data:
+            fail(["models", name, "data"], f"{config['models'][name]['data']!r} is not a bitext_data entry "
+                                           f"({', '.join(data) or 'none'}); a LASER model trains on bitexts")
+        if "evaluation" not in config:
+            fail(["models", name], "a LASER model needs the `evaluation` section (at least evaluation.tatoeba)")
+    for name in data:
+        if not any(config["models"][m]["data"] == name for m in laser):
+            fail(["bitext_data", name], "no LASER model (family: laser) trains on it")
+    corpora = [c["name"] for c in config["corpora"]]
+    for name, entry in data.items():
+        for i, ref in enumerate(entry.get("corpora") or []):
+            if ref not in corpora:
+                fail(["bitext_data", name, "corpora", i], f"{ref!r} is not a corpus of `corpora` ({', '.join(corpora)})")
+    for name, m in config["models"].items():
+        if m["family"] != "laser" and m["data"] in data and m["data"] not in config.get("nway_data", {}):
+            fail(["models", name, "data"], f"{m['data']!r} is bitext data (LASER's); family {m['family']} reads an "
+                                           f"nway_data entry")
+
+
+def resolve(config: dict, schema: dict | None = None) -> dict:
+    """The validated config as the run plan reads it: the LASER model of `models` (at most one) and its
+    bitext_data entry spread into the sections its stages read (targets, filters, preprocess, bpe, model,
+    train, embed, ablations), `laser` naming it ({name, data, corpora}), `models` keeping the other families.
+    Without a LASER model the data sections hold their defaults (the shared corpus stages read them)."""
+    schema = schema or load_schema()
+    laser = [(name, m) for name, m in config["models"].items() if m["family"] == "laser"]
+    out = {k: v for k, v in config.items() if k != "bitext_data"}
+    out["models"] = {name: m for name, m in config["models"].items() if m["family"] != "laser"}
+    if "evaluation" not in out:  # no task configured: the download settings the shared rules read
+        out["evaluation"] = {}
+        _fill_defaults(out["evaluation"], schema["properties"]["evaluation"], schema)
+    if not laser:
+        defaults = {"filters": {}, "preprocess": {}}
+        _fill_defaults(defaults, schema["properties"]["bitext_data"]["additionalProperties"], schema)
+        out.update(defaults)
+        return out
+    name, model = laser[0]
+    data = config["bitext_data"][model["data"]]
+    out.update({key: data[key] for key in ("targets", "filters", "preprocess", "bpe")})
+    out.update({key: model[key] for key in ("model", "train", "embed", "ablations")})
+    out["laser"] = {"name": name, "data": model["data"], "description": model.get("description", name),
+                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]])}
+    return out
 
 
 def _corpus_sources(corpus: dict) -> list[tuple[str, str]]:
@@ -336,6 +421,16 @@ def _check_sacrebleu_download(corpus: dict, run_targets, where: str) -> int:
     return archives
 
 
+def _model_key(config: dict) -> str:
+    """The key of the LASER model in the user's config (messages about its sections)."""
+    return f"models.{config['laser']['name']}" if "laser" in config else "models.<laser model>"
+
+
+def _data_key(config: dict) -> str:
+    """The key of the LASER model's bitext_data entry in the user's config."""
+    return f"bitext_data.{config['laser']['data']}" if "laser" in config else "bitext_data.<data>"
+
+
 def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
     def known(code: str, where: str) -> None:
         try:
@@ -343,12 +438,14 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         except languages.UnknownLanguageError as err:
             raise ConfigError(f"{source}: {where}: {err}") from None
 
-    targets = config.get("targets", [])
-    for i, code in enumerate(targets):
-        known(code, f"targets[{i}]")
+    run_targets = config.get("targets", [])
+    for i, code in enumerate(run_targets):
+        known(code, f"{_data_key(config)}.targets[{i}]")
     names = set()
+    aligned = set(config.get("laser", {}).get("corpora", []))
     for c, corpus in enumerate(config["corpora"]):
         where = f"corpora[{c}] ({corpus['name']})"
+        targets = run_targets if corpus["name"] in aligned else []  # LASER's bitexts align its corpora only
         if corpus["name"] in names:
             raise ConfigError(f"{source}: {where}.name: duplicate corpus name {corpus['name']!r}")
         names.add(corpus["name"])
@@ -360,7 +457,8 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                                   f"(languages or targets); the code would never be used")
         for i, code in enumerate(corpus.get("targets", [])):
             if code not in targets:
-                raise ConfigError(f"{source}: {where}.targets[{i}]: {code!r} is not one of the run targets {targets}")
+                raise ConfigError(f"{source}: {where}.targets[{i}]: {code!r} is not one of the targets of "
+                                  f"{_data_key(config)}.targets {targets}")
         if corpus["kind"] == "local":
             column = corpus.get("code_column", "flores")
             for i, code in enumerate(list(corpus["languages"]) + list(corpus.get("targets") or targets)):
@@ -392,10 +490,10 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
     _check_models(config, source, origin or Origin(), known)
     _check_seeds(config, source, origin or Origin())
     _check_reproduces(config, source, origin or Origin())
-    if "model" not in config:  # no LASER model: the rest checks its sections
+    if "laser" not in config:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):
-            raise ConfigError(f"{source}: flores_eval: scores the LASER model (the top-level model section), "
-                              f"which this config has not; the models of `models` are scored on their nway_data validation lines")
+            raise ConfigError(f"{source}: flores_eval: scores the LASER model (a model of family laser), "
+                              f"which this config has not; the other families are scored on their nway_data validation lines")
         return
     for i, code in enumerate(config["evaluation"]["tatoeba"]["languages"]):
         known(code, f"evaluation.tatoeba.languages[{i}]")
@@ -415,31 +513,34 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                               f"{sorted(BUCC_LANGUAGES)} (paired with English), not {code!r}")
     ablations = config.get("ablations", {})
     for i, code in enumerate(ablations.get("languages", {}).get("subset", [])):
-        known(code, f"ablations.languages.subset[{i}]")
+        known(code, f"{_model_key(config)}.ablations.languages.subset[{i}]")
     if "languages" in ablations:
         subset = ablations["languages"]["subset"]
         absent = [t for t in config["targets"] if t not in subset]
         if absent:
-            raise ConfigError(f"{source}: ablations.languages.subset: must contain the run targets; {absent} missing")
+            raise ConfigError(f"{source}: {_model_key(config)}.ablations.languages.subset: must contain the targets "
+                              f"of its data; {absent} missing")
         if not any(s in subset and t in subset for s, t in Plan(config).pairs):
-            raise ConfigError(f"{source}: ablations.languages.subset: no training pair has both languages in {subset}")
+            raise ConfigError(f"{source}: {_model_key(config)}.ablations.languages.subset: no training pair has both "
+                              f"languages in {subset}")
     if any(w > 0 for w in ablations.get("nli", {}).get("weights", [])) and "xnli" not in evaluation:
-        raise ConfigError(f"{source}: ablations.nli: the NLI multitask trains on MultiNLI; configure evaluation.xnli "
+        raise ConfigError(f"{source}: {_model_key(config)}.ablations.nli: the NLI multitask trains on MultiNLI; configure evaluation.xnli "
                           "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
     train = config["train"]
     if train.get("tokens_per_update") is not None:
         planned = planned_tokens_per_update({k: v for k, v in train.items() if k != "tokens_per_update"})
         if train["tokens_per_update"] != planned:
             raise ConfigError(
-                f"{source}: train.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x "
+                f"{source}: {_model_key(config)}.train.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x "
                 f"update_freq = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
     if not any(p for p in Plan(config).pairs):
-        raise ConfigError(f"{source}: corpora: no (source, target) pair with source != target")
+        raise ConfigError(f"{source}: {_data_key(config)}: no (source, target) pair with source != target")
     if train.get("early_stopping") and train.get("save_interval_updates"):
-        raise ConfigError(f"{(origin or Origin()).locate(['train', 'save_interval_updates']) or source}: train.save_interval_updates: "
+        path = ["models", config["laser"]["name"], "train", "save_interval_updates"]
+        raise ConfigError(f"{(origin or Origin()).locate(path) or source}: {_key_path(path)}: "
                           f"early_stopping saves every early_stopping.interval_updates updates itself; set only that")
     if train.get("early_stopping") and not config.get("flores_eval"):
-        raise ConfigError(f"{source}: train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
+        raise ConfigError(f"{source}: {_model_key(config)}.train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
     flores = config.get("flores_eval")
     if flores:
         corpus = next((c for c in config["corpora"] if c["name"] == flores["corpus"]), None)
@@ -468,7 +569,8 @@ def _check_seeds(config: dict, source: str, origin: Origin) -> None:
     seeds = config.get("seeds") or []
     if len(seeds) < 2:
         return
-    configured = ([(["train", "seed"], config["train"]["seed"])] if "model" in config else [])
+    configured = ([(["models", config["laser"]["name"], "train", "seed"], config["train"]["seed"])]
+                  if "laser" in config else [])
     configured += [(["models", name, "train", "seed"], m["train"]["seed"]) for name, m in config.get("models", {}).items()]
     for path, seed in configured:
         if seed not in seeds:
@@ -549,7 +651,7 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
         absent = [code for code in ["eng", *un["languages"]] if code not in corpus["languages"]]
         if absent:
             fail(["evaluation", "un", "languages"], f"{absent} not among the languages of corpus {un['corpus']!r}")
-    laser_models = set(Plan(config).variant_aliases) if "model" in config else set()
+    laser_models = set(Plan(config).variant_aliases)
     for name, model in config.get("models", {}).items():
         if name in laser_models:
             fail(["models", name], f"the name of a LASER model of this run (results/<run>/models/{name}/)")

@@ -61,7 +61,7 @@ rule laser_train:
     resources:
         mem_mb=16000,
         runtime=7200,
-        **gpu_resources(CFG["train"]["gpus"], "train.gpus"),  # one node, or several with srun (common.smk)
+        **gpu_resources(CFG["train"]["gpus"] if LASER else 0, f"models.{LASER_NAME}.train.gpus"),  # one node, or several with srun (common.smk)
     conda:
         "../../envs/laser.yaml"
     shell:
