@@ -12,6 +12,16 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 TOY_CONFIG = REPO / "tests" / "toy" / "config.yaml"
+
+
+def laser_model(cfg: dict) -> dict:
+    """The LASER model's entry of `models` (family laser) of a config as written or validated."""
+    return next(m for m in cfg["models"].values() if m["family"] == "laser")
+
+
+def laser_data(cfg: dict) -> dict:
+    """The bitext_data entry the config's LASER model trains on (targets, filters, preprocess, bpe)."""
+    return cfg["bitext_data"][laser_model(cfg)["data"]]
 sys.path.insert(0, str(REPO / "tests" / "toy"))
 import make_toy_data
 

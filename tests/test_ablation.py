@@ -7,14 +7,14 @@ import json
 import pytest
 import yaml
 
-from conftest import TOY_CONFIG
+from conftest import TOY_CONFIG, laser_model
 from laser_repro.reporting import ablation
 from laser_repro import config
 
 
 def toy(**ablations) -> dict:
     cfg = yaml.safe_load(TOY_CONFIG.read_text(encoding="utf-8"))
-    cfg["ablations"] = ablations
+    laser_model(cfg)["ablations"] = ablations
     return cfg
 
 
@@ -46,10 +46,10 @@ def test_no_ablations_means_only_the_base_model():
 
 
 @pytest.mark.parametrize("ablations, message", [
-    ({"languages": {"subset": ["eng", "deu"]}}, "must contain the run targets; ['spa'] missing"),
-    ({"languages": {"subset": ["eng", "spa", "xxq"]}}, "ablations.languages.subset[2]"),
-    ({"depth": {"layers": [0]}}, "ablations.depth.layers[0]"),
-    ({"nli": {"weights": [1], "extra": 2}}, "ablations.nli.extra: unknown key; allowed: weights, hidden_dim"),
+    ({"languages": {"subset": ["eng", "deu"]}}, "models.base.ablations.languages.subset: must contain the targets of its data; ['spa'] missing"),
+    ({"languages": {"subset": ["eng", "spa", "xxq"]}}, "models.base.ablations.languages.subset[2]"),
+    ({"depth": {"layers": [0]}}, "models.base.ablations.depth.layers[0]"),
+    ({"nli": {"weights": [1], "extra": 2}}, "models.base.ablations.nli.extra: unknown key; allowed: weights, hidden_dim"),
 ])
 def test_bad_ablation_config_is_named(ablations, message):
     with pytest.raises(config.ConfigError) as err:
@@ -60,7 +60,7 @@ def test_bad_ablation_config_is_named(ablations, message):
 def test_nli_variants_need_multinli():
     cfg = toy(nli={"weights": [0, 1]})
     del cfg["evaluation"]["xnli"]
-    with pytest.raises(config.ConfigError, match="ablations.nli: the NLI multitask trains on MultiNLI"):
+    with pytest.raises(config.ConfigError, match="models.base.ablations.nli: the NLI multitask trains on MultiNLI"):
         config.validate(cfg)
 
 

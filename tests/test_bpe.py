@@ -243,7 +243,7 @@ def test_paper_encoder_has_52_2m_parameters_with_lasers_vocabulary():
     from laser_repro.models.laser.encoder import BiLSTMMaxPoolEncoder
     from laser_repro.models.laser.fairseq_plugin.laser_lstm import LaserLSTMEncoder
 
-    model = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["model"]
+    model = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())["models"]["base"]["model"]
     embed, hidden, layers = model["encoder_embed_dim"], model["encoder_hidden_size"], model["encoder_layers"]
     assert (embed, hidden, layers) == (320, 512, 5)
     # embedding 73,640 x 320                                          = 23,564,800

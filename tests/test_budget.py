@@ -13,8 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _toy(**train):
     toy = run_config.read_yaml(REPO / "tests" / "toy" / "config.yaml")
-    toy.pop("ablations", None)
-    toy["train"] = {**toy["train"], **train}
+    laser = toy["models"]["base"]
+    laser.pop("ablations", None)
+    laser["train"] = {**laser["train"], **train}
     return run_config.validate(toy)
 
 
@@ -27,7 +28,7 @@ def test_every_figure_is_marked_and_sourced():
 
 def test_toy_laser_budget_from_given_sizes(tmp_path):
     config = _toy(gpus=4, update_freq=1, max_epoch=10)
-    config["train"]["tokens_per_update"] = None
+    config["models"]["base"]["train"]["tokens_per_update"] = None
     figure, _ = budget.pick_throughput("laser", "train", None, "fp32")
     pairs = figure["rate"] * 4 * 3600 * 25  # 25 h of work on 4 GPUs
     profile = {"retries": 1, "set-resources": {"laser_train": {"runtime": 600}}}  # 10 h attempts, 2 in all

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, TOY_CONFIG, run_snakemake
+from conftest import REPO, TOY_CONFIG, run_snakemake, laser_model, laser_data
 from laser_repro import config
 
 REPO_CONFIGS = [REPO / "config" / "paper.yaml", REPO / "config" / "small.yaml", TOY_CONFIG]
@@ -165,13 +165,13 @@ def test_yaml_syntax_error_names_file_line_and_column(tmp_path):
 def test_check_command(tmp_path):
     path = tmp_path / "bad.yaml"
     cfg = toy()
-    cfg["train"]["max_epoch"] = 0
+    laser_model(cfg)["train"]["max_epoch"] = 0
     path.write_text(yaml.safe_dump(cfg))
     proc = subprocess.run([sys.executable, "-m", "laser_repro.config", str(TOY_CONFIG), str(path)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1
     assert f"{TOY_CONFIG}: ok" in proc.stdout
-    assert re.search(rf"{re.escape(str(path))}:\d+: train\.max_epoch: 0 is less than the minimum of 1", proc.stderr)
+    assert re.search(rf"{re.escape(str(path))}:\d+: models\.base\.train\.max_epoch: 0 is less than the minimum of 1", proc.stderr)
 
 
 # ---- through Snakemake (parsing only: --list-rules builds no DAG) ---------------------------------------
@@ -209,7 +209,7 @@ def test_snakemake_configfile_replaces_the_default_config(tmp_path):
     """--configfile is the whole config: keys it lacks do not come from config/small.yaml (which has
     flores_eval, train.early_stopping, evaluation.xnli.train_max_pairs, ...)."""
     cfg = toy()
-    del cfg["flores_eval"], cfg["train"]["early_stopping"]
+    del cfg["flores_eval"], laser_model(cfg)["train"]["early_stopping"]
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = run_snakemake("--list-rules", "--configfile", str(path), timeout=300)
@@ -229,9 +229,9 @@ def test_tokens_per_update_is_planned_in_one_place():
     assert config.planned_tokens_per_update(dict(train, gpus=0, update_freq=2)) == 16000
     assert config.planned_tokens_per_update(dict(train, gpus=1, tokens_per_update=128000)) == 128000
     cfg = toy()
-    t = cfg["train"]
+    t = laser_model(cfg)["train"]
     t["tokens_per_update"] = config.planned_tokens_per_update({**t, "tokens_per_update": None}) + 1
-    assert "train.tokens_per_update=" in error_of(cfg, source="toy.yaml")
+    assert "models.base.train.tokens_per_update=" in error_of(cfg, source="toy.yaml")
     t["tokens_per_update"] -= 1
     config.validate(cfg, source="toy.yaml")
 
@@ -254,13 +254,13 @@ def test_download_alternatives_have_the_shape_of_url():
 
 def test_precision_is_a_train_key_of_every_gpu_family():
     cfg = toy()
-    cfg["train"]["precision"] = "bf16"
+    laser_model(cfg)["train"]["precision"] = "bf16"
     config.validate(cfg)
     bad = toy()
-    bad["train"]["precision"] = "fp8"
+    laser_model(bad)["train"]["precision"] = "fp8"
     assert "train.precision" in error_of(bad)
-    assert config.load(TOY_CONFIG)["train"]["precision"] == "fp32"  # the default
-    assert config.load(REPO / "config" / "paper.yaml")["train"]["precision"] == "fp16"
+    assert laser_model(config.load(TOY_CONFIG))["train"]["precision"] == "fp32"  # the default
+    assert laser_model(config.load(REPO / "config" / "paper.yaml"))["train"]["precision"] == "fp16"
     plan = config.Plan(config.load(REPO / "config" / "labse_2020.yaml"))
     assert plan.labse_settings("ams_pt", "dual", tokenizer="t.json")["train"]["precision"] == "bf16"
     assert plan.labse_settings("ams_pt", "pretrain", tokenizer="t.json")["train"]["precision"] == "bf16"
@@ -312,3 +312,83 @@ def test_knn_device_defaults_to_auto_and_takes_only_the_engines():
     cfg = toy()
     cfg["evaluation"]["knn_device"] = "cuda"
     assert "evaluation.knn_device" in error_of(cfg)
+
+
+# ---- one config shape: LASER's model and data are entries of `models` and `bitext_data` ----------------
+
+def _top_level_form(cfg: dict) -> dict:
+    """The former shape: the LASER model's and its data's sections at the top level."""
+    old = {k: v for k, v in cfg.items() if k not in ("bitext_data", "models")}
+    old.update({k: v for k, v in laser_data(cfg).items() if k != "corpora"})
+    old.update({k: v for k, v in laser_model(cfg).items() if k not in ("family", "data")})
+    return old
+
+
+def test_the_former_top_level_laser_form_is_refused_with_the_way_to_write_it(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(_top_level_form(toy()), sort_keys=False))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    msg = str(err.value)
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("targets:"))
+    assert msg.startswith(f"{path}:{line}: targets, preprocess, bpe, model, train, embed, ablations: the LASER model "
+                          f"is no longer configured at the top level"), msg
+    assert "bitext_data:" in msg and "family: laser" in msg and "data: <data name>" in msg
+    # one key of the old form is enough
+    cfg = toy()
+    cfg["train"] = laser_model(cfg)["train"]
+    assert "train: the LASER model is no longer configured at the top level" in error_of(cfg)
+
+
+def test_resolve_spreads_the_laser_entries_where_the_stages_read_them():
+    """The resolved config (what Plan and the rules read) has the LASER model's and its data's sections
+    at the top level, the model's name, and `models` without it; validate returns the config as written."""
+    cfg = config.load(TOY_CONFIG)
+    assert "bitext_data" in cfg and cfg["models"]["base"]["family"] == "laser"
+    plan = config.Plan(cfg)
+    resolved = plan.config
+    assert resolved["laser"] == {"name": "base", "data": "toy", "description": "base",
+                                 "corpora": [c["name"] for c in cfg["corpora"]]}
+    assert resolved["model"] == cfg["models"]["base"]["model"] and resolved["targets"] == ["eng", "spa"]
+    assert resolved["bpe"] == cfg["bitext_data"]["toy"]["bpe"] and "base" not in resolved["models"]
+    assert plan.laser_name == "base" and list(plan.variants)[0] == "base"
+    assert config.Plan(resolved).config == resolved  # a resolved config is taken as it is
+
+
+def test_laser_model_may_have_any_name_and_its_corpora_are_chosen():
+    """The LASER model's name is its base variant's (results/<run>/models/<name>/); bitext_data.corpora
+    restricts the bitexts to the corpora it names."""
+    cfg = toy()
+    cfg["models"]["laser1"] = cfg["models"].pop("base")
+    cfg["corpora"].append({**cfg["corpora"][0], "name": "extra"})
+    laser_data(cfg)["corpora"] = [cfg["corpora"][0]["name"]]
+    plan = config.Plan(config.validate(cfg))
+    assert plan.laser_name == "laser1" and list(plan.variants)[0] == "laser1"
+    assert {b.corpus for b in plan.bitexts} == {cfg["corpora"][0]["name"]}
+    assert plan.variant_aliases["layers1"] == "laser1"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["models"].update(second={**c["models"]["base"]}),
+     "models.second: a second LASER model (after 'base'): one LASER model per run"),
+    (lambda c: c["bitext_data"].update(other={**c["bitext_data"]["toy"]}),
+     "bitext_data.other: a second bitext_data entry (after 'toy'): one per run"),
+    (lambda c: c["models"]["base"].update(data="nope"), "models.base.data: 'nope' is not a bitext_data entry (toy)"),
+    (lambda c: c["bitext_data"]["toy"].update(corpora=["nope"]), "bitext_data.toy.corpora[0]: 'nope' is not a corpus"),
+    (lambda c: c["models"]["base"].pop("train"), "models.base: 'train' is a required property"),
+    (lambda c: c["models"]["base"]["model"].update(encoder_layerz=2), "models.base.model.encoder_layerz: unknown key"),
+    (lambda c: c["bitext_data"]["toy"]["bpe"].update(merges=0), "bitext_data.toy.bpe.merges: 0 is less than the minimum"),
+])
+def test_laser_entries_errors_name_the_key(change, message):
+    cfg = toy()
+    change(cfg)
+    assert message in error_of(cfg)
+
+
+def test_a_bitext_data_entry_without_a_laser_model_is_an_error():
+    cfg = toy()
+    cfg["models"] = {}
+    assert "models: {} should be non-empty" in error_of(cfg)
+    cfg = yaml.safe_load((REPO / "config" / "labse_small.yaml").read_text())
+    cfg["bitext_data"] = {"unused": {"targets": ["eng"], "bpe": {"merges": 10}}}
+    assert "bitext_data.unused: no LASER model (family: laser) trains on it" in error_of(cfg)

@@ -120,7 +120,7 @@ def test_profile_gpu_rules(tmp_path):
     # with a config, only the families it trains (paper.yaml: LASER); rules of no family always count
     (tmp_path / "config.yaml").write_text("set-resources:\n  labse_train: {gpu: 1}\n  bucc_mine: {gpu: 1}\n",
                                           encoding="utf-8")
-    assert set(doctor.wants_of(tmp_path, PAPER).gpu_rules) == {"bucc_mine", "laser (train.gpus)"}
+    assert set(doctor.wants_of(tmp_path, PAPER).gpu_rules) == {"bucc_mine", "base (train.gpus)"}
     assert set(doctor.wants_of(tmp_path, None).gpu_rules) == {"labse_train", "bucc_mine"}
     (tmp_path / "bad.yaml").write_text("- a list\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.yaml: a profile is a YAML mapping"):

@@ -177,6 +177,33 @@ def test_schwenk_douze_tables_and_curves(families):
     assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_all.png").stat().st_size > 10000
 
 
+def test_every_model_through_every_task(families):
+    """Issue 27: the four families through the paper tasks of the toy fixtures (BUCC, XNLI, MLDoc, WMT), one
+    comparison table per task with a column group per model, each scored on the languages it embeds."""
+    workdir, _ = families
+    tables = workdir / "results" / "tables" / "toy_compare"
+    every = ["base", "toy_last", "toy_all", "toy_labse", "toy_b2v"]
+    wmt = {r["row"]: r for r in csv.DictReader(open(tables / "compare_wmt.csv", encoding="utf-8"))}
+    assert list(wmt) == ["eng-spa", "spa-eng", "average"]
+    for name in ("base", "toy_all", "toy_labse"):  # toy_b2v is en-fr: no second WMT language
+        for key in ("eng-spa", "spa-eng", "average"):
+            assert 0 <= float(wmt[key][name]) <= 100 and 0 <= float(wmt[key][f"{name} init"]) <= 100
+    assert 0 <= float(wmt["average"]["TF-IDF"]) <= 100
+    md = (tables / "compare_wmt.md").read_text(encoding="utf-8")
+    assert "toy_b2v (bisent2vec): not scored: no encoder for the task's languages (eng, spa)" in md
+    for task in ("xnli", "mldoc"):
+        rows = {r["row"]: r for r in csv.DictReader(open(tables / f"compare_{task}.csv", encoding="utf-8"))}
+        assert list(rows) == ["eng", "spa"]
+        for name in every:
+            assert 0 < float(rows["eng"][name]) <= 100, (task, name)
+        assert rows["spa"]["toy_b2v"] == ""  # en-fr: English only
+    bucc = {r["row"]: r for r in csv.DictReader(open(tables / "compare_bucc.csv", encoding="utf-8"))}
+    assert all(0 <= float(bucc["cmn"][name]) <= 100 for name in ("base", "toy_all", "toy_labse"))
+    # the model's own embeddings of the task's texts, prepared by its family
+    for name in every[1:]:
+        assert (workdir / "results" / "toy_compare" / "eval" / "xnli" / name / "emb" / "test-p.eng.npy").is_file()
+
+
 def test_lineage_and_rerun(families):
     workdir, args = families
     table = "results/tables/toy_compare/schwenk_douze_2017/table1.md"
@@ -244,7 +271,7 @@ def _changed_config(tmp_path):
     import yaml
 
     cfg = yaml.safe_load(TOY_COMPARE.read_text())
-    cfg["train"]["seed"] = cfg["train"]["seed"] + 1                      # LASER
+    cfg["models"]["base"]["train"]["seed"] += 1                           # LASER
     cfg["models"]["toy_last"]["train"]["lr"] *= 2                        # Schwenk & Douze
     cfg["models"]["toy_labse"]["train"]["lr"] *= 2                       # LaBSE
     cfg["models"]["toy_b2v"]["model"]["ngrams"] = 1                      # Bi-Sent2Vec: 2 -> 1

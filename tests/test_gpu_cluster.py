@@ -13,6 +13,7 @@ from laser_repro import config as run_config
 from laser_repro.core import slurm
 from laser_repro.models import launch, training_guard
 from laser_repro.models.laser import fairseq_bridge
+from conftest import laser_model
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
@@ -58,7 +59,7 @@ def _sbatch_options(resources: dict, threads: int) -> dict:
 
 def test_paper_laser_job_is_two_nodes_of_eight_gpus_without_conflicting_options():
     paper = run_config.load(REPO / "config" / "paper.yaml")
-    resources, threads = _profile_job_resources("laser_train", paper["train"]["gpus"])
+    resources, threads = _profile_job_resources("laser_train", laser_model(paper)["train"]["gpus"])
     sbatch = _sbatch_options(resources, threads)
     assert sbatch["--nodes"] == "2" and sbatch["--ntasks-per-node"] == "8" and sbatch["--gres"] == "gpu:8"
     # --gpus / --ntasks-per-gpu with srun --cpus-per-task: "SLURM_TRES_PER_TASK is mutually exclusive
@@ -119,21 +120,22 @@ def test_save_interval_and_num_workers_reach_fairseq():
 
 
 def test_schema_accepts_the_keys_and_they_do_not_change_the_model():
-    paper = run_config.load(REPO / "config" / "paper.yaml")
-    assert paper["train"]["save_interval_updates"] == 4000 and paper["train"]["num_workers"] == 2
-    settings = {"model": {}, "pairs": ["deu-eng"], "targets": ["eng"], "train": dict(paper["train"])}
-    other = {**settings, "train": {**paper["train"], "save_interval_updates": 100, "num_workers": 0}}
+    train = laser_model(run_config.load(REPO / "config" / "paper.yaml"))["train"]
+    assert train["save_interval_updates"] == 4000 and train["num_workers"] == 2
+    settings = {"model": {}, "pairs": ["deu-eng"], "targets": ["eng"], "train": dict(train)}
+    other = {**settings, "train": {**train, "save_interval_updates": 100, "num_workers": 0}}
     assert training_guard.model_settings(settings) == training_guard.model_settings(other)
     toy = run_config.read_yaml(REPO / "tests" / "toy" / "config.yaml")
     with pytest.raises(run_config.ConfigError, match="save_interval_updates: expected integer"):
-        run_config.validate({**toy, "train": {**toy["train"], "save_interval_updates": "often"}})
+        laser_model(toy)["train"]["save_interval_updates"] = "often"
+        run_config.validate(toy)
 
 
 def test_save_interval_with_early_stopping_is_refused(tmp_path):
     small = run_config.read_yaml(REPO / "config" / "small.yaml")
-    assert small["train"].get("early_stopping")
-    small["train"]["save_interval_updates"] = 50
+    assert laser_model(small)["train"].get("early_stopping")
+    laser_model(small)["train"]["save_interval_updates"] = 50
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(small, sort_keys=False))
-    with pytest.raises(run_config.ConfigError, match=r"run.yaml:\d+: train.save_interval_updates: early_stopping"):
+    with pytest.raises(run_config.ConfigError, match=r"run.yaml:\d+: models.base.train.save_interval_updates: early_stopping"):
         run_config.load(path)

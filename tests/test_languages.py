@@ -14,6 +14,7 @@ import yaml
 
 from laser_repro import config
 from laser_repro.core import languages
+from conftest import laser_data, laser_model
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
@@ -138,7 +139,7 @@ def test_paper_config_validates():
 
 def test_paper_config_languages():
     cfg = _paper_config()
-    assert cfg["targets"] == ["eng", "spa"]
+    assert laser_data(cfg)["targets"] == ["eng", "spa"]
     union: set[str] = set()
     for corpus in cfg["corpora"]:
         langs = corpus["languages"]
@@ -162,11 +163,11 @@ def test_paper_config_languages():
 
 def test_paper_config_training_setup():
     cfg = _paper_config()
-    train = cfg["train"]
+    train = laser_model(cfg)["train"]
     assert train["max_tokens"] * max(train["gpus"], 1) * train["update_freq"] == train["tokens_per_update"] == 128_000
     assert (train["lr"], train["max_epoch"]) == (0.001, 17)
-    assert cfg["bpe"]["merges"] == 50_000
-    assert cfg["model"] == {
+    assert laser_data(cfg)["bpe"]["merges"] == 50_000
+    assert laser_model(cfg)["model"] == {
         "encoder_layers": 5, "encoder_hidden_size": 512, "encoder_embed_dim": 320,
         "decoder_hidden_size": 2048, "decoder_embed_dim": 320, "decoder_lang_embed_dim": 32, "dropout": 0.1}
     by_name = {c["name"]: c for c in cfg["corpora"]}

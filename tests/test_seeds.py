@@ -74,10 +74,12 @@ def test_per_seed_specs_and_csv_columns():
 
 
 # ---- the plan: replicate names and seeds --------------------------------------------------------------
-def _compare_config(**extra) -> dict:
+def _compare_config(ablations=None, **extra) -> dict:
     cfg = yaml.safe_load(TOY_COMPARE.read_text(encoding="utf-8"))
     cfg["data_root"] = "/nonexistent"
     cfg.update(extra)
+    if ablations is not None:
+        cfg["models"]["base"]["ablations"] = ablations
     return config.validate(cfg, source="toy")
 
 
@@ -155,8 +157,8 @@ def test_dry_run_schedules_every_replicate(tmp_path):
     LASER variants, two multienc models, one LaBSE and one Bi-Sent2Vec model twice each; the replicate's
     seed reaches its trainer's settings; the tables read every replicate."""
     cfg = yaml.safe_load(TOY_COMPARE.read_text(encoding="utf-8"))
-    cfg.update(seeds=[1, 2], ablations={"depth": {"layers": [1, 2]}},
-               data_root=str(make_toy_data.make(tmp_path / "data")))
+    cfg.update(seeds=[1, 2], data_root=str(make_toy_data.make(tmp_path / "data")))
+    cfg["models"]["base"]["ablations"] = {"depth": {"layers": [1, 2]}}
     path = tmp_path / "seeds.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = run_snakemake("--configfile", str(path), "--directory", str(tmp_path), "-n", "-p", "seeds", timeout=600)

@@ -163,7 +163,7 @@ def config_wants(config: dict) -> tuple[set[str], Wants]:
     plan = Plan(config)
     families = {"laser"} if plan.laser else set()
     wants = Wants(knn_device=config.get("evaluation", {}).get("knn_device"))
-    trains = {"laser": config.get("train", {})} if plan.laser else {}
+    trains = {plan.laser_name: plan.config["train"]} if plan.laser else {}
     for name, model in plan.models.items():
         families.add(model["family"])
         trains[name] = model.get("train", {})

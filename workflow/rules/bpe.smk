@@ -63,7 +63,7 @@ rule pair_dedup:  # preprocess.dedup_pairs: the first copy of each pair of a dir
     log:
         "results/{run}/logs/bpe/keep/{src}-{tgt}.log",
     params:
-        block=CFG["preprocess"]["block_lines"],
+        block=lambda w: CFG["preprocess"]["block_lines"],
     conda:
         "../envs/laser.yaml"
     shell:
@@ -80,9 +80,9 @@ rule bpe_apply:
     log:
         "results/{run}/logs/bpe/apply/{src}-{tgt}.{lang}.log",
     params:
-        block=CFG["preprocess"]["block_lines"],
+        block=lambda w: CFG["preprocess"]["block_lines"],
         keep=lambda w, input: f"--keep {shlex.quote(input.keep)}" if "keep" in input.keys() else "",
-        dedup=CFG["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
+        dedup=lambda w: CFG["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
     resources:
         mem_mb=1000,
     conda:

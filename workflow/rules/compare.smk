@@ -60,3 +60,30 @@ rule reproduces_table:
         logged("laser-repro reproduces-table --claims {params.claims} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
                " --model-records {params.records:q}")
+
+
+# One table per evaluation task with a column group per model (the LASER model and every model of another
+# family as configured, each scored on the languages it embeds), beside the task's TF-IDF baseline where it
+# has one (laser_repro.reporting.task_compare). Built when the config has two models or more
+# (its input functions: laser_common.smk).
+rule compare_task:
+    input:
+        scores=lambda w: [p for m in task_models_spec(w.task) for p in (*m["scores"], *m["init"])],
+        tfidf=lambda w: [f"{RUN}/eval/wmt/tfidf_scores.json"] if w.task == "wmt" else [],
+    output:
+        md="results/tables/{run}/compare_{task}.md",
+        csv=report("results/tables/{run}/compare_{task}.csv", category="Model comparison", caption="../report/table.rst"),
+    log:
+        "results/{run}/logs/compare_{task}.log",
+    wildcard_constraints:
+        task="|".join(TASK_COMPARISONS),
+    params:
+        models=lambda w: shell_quote_json(task_models_spec(w.task)),
+        langs=lambda w: configured_task_languages(w.task),
+        tfidf=lambda w, input: shlex.join(["--tfidf", input.tfidf[0]]) if input.tfidf else "",
+        run=CFG["run_name"],
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro compare-task --task {wildcards.task:q} --run-name {params.run:q} --languages {params.langs:q}"
+               " --models {params.models} {params.tfidf} --md {output.md:q} --csv {output.csv:q}")

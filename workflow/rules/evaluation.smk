@@ -18,7 +18,7 @@ rule eval_embed:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
     params:
-        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
         max_tokens=lambda w: CFG["embed"]["max_tokens"],
     threads: lambda w: CFG["embed"]["threads"]
     conda:
@@ -61,6 +61,43 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         codes="results/{run}/bpe/codes",
         encoder=init_encoder,
+    output:
+        emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
+    log:
+        "results/{run}/logs/{variant}/eval/{task}/embed_init/{name}.{lang}.log",
+
+
+# A model of another family: the same raw texts, prepared by its family (Moses; multienc: its N-way data's
+# BPE codes; LaBSE, Bi-Sent2Vec: the vocabulary in the encoder file), lowercased as its data is.
+rule model_eval_embed:
+    input:
+        unpack(model_eval_codes),
+        text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
+        encoder="results/{run}/models/{variant}/encoder.pt",
+    output:
+        emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
+    log:
+        "results/{run}/logs/{variant}/eval/{task}/embed/{name}.{lang}.log",
+    wildcard_constraints:
+        task="[a-z0-9]+",
+        name="[A-Za-z0-9_-]+",
+        variant=alternatives(FAMILY_MODELS),
+    params:
+        codes=lambda w, input: shlex.join(["--codes", os.path.join(input.codes, "codes")]) if "codes" in input.keys() else "",
+        lowercase=lambda w: "" if NWAY[FAMILY_MODELS[w.variant]["data"]]["lowercase"] else "--keep-case",
+    threads: 2
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
+               " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q} --threads {threads}")
+
+
+use rule model_eval_embed as model_eval_embed_init with:
+    input:
+        unpack(model_eval_codes),
+        text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
+        encoder="results/{run}/models/{variant}/encoder_init.pt",
     output:
         emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
     log:
@@ -121,12 +158,13 @@ rule bucc_mine:
         "results/{run}/benchmarks/{variant}/bucc_mine/{xx}-{split}.tsv"
     wildcard_constraints:
         split="training|test",
+        variant=alternatives(EVAL_MODELS),
     params:
         cfg=lambda w: shlex.join(str(x) for x in ("--k", EVAL["bucc"]["k"], "--margin", EVAL["bucc"]["margin"],
                                                   "--mode", EVAL["bucc"]["mode"],
                                                   "--shard-rows", EVAL["bucc"]["shard_rows"],
                                                   "--knn-device", EVAL["knn_device"])),
-    threads: lambda w: CFG["embed"]["threads"]
+    threads: eval_threads
     resources:
         mem_mb=8000,
         gpu=1 if EVAL.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
@@ -147,6 +185,8 @@ rule bucc_evaluate:
         "results/{run}/eval/bucc/{variant}/scores/{xx}.json",
     log:
         "results/{run}/logs/{variant}/eval/bucc/evaluate/{xx}.log",
+    wildcard_constraints:
+        variant=alternatives(EVAL_MODELS),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -164,6 +204,8 @@ rule bucc_extract:
         "results/{run}/eval/bucc/{variant}/test_pairs/{xx}-en.tsv",
     log:
         "results/{run}/logs/{variant}/eval/bucc/extract/{xx}.log",
+    wildcard_constraints:
+        variant=alternatives(EVAL_MODELS),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -221,15 +263,17 @@ if "wmt" in EVAL:
 
     rule wmt_similarity:
         input:
-            emb=[emb("wmt", WMT_SET, lang) for lang in wmt_languages()],
+            emb=lambda w: [emb("wmt", WMT_SET, lang, w.variant) for lang in task_languages("wmt", w.variant)],
             meta=f"{RUN}/eval/wmt/text/meta.json",
         output:
             f"{RUN}/eval/wmt/{{variant}}/scores.json",
         log:
             f"{RUN}/logs/{{variant}}/eval/wmt/similarity.log",
+        wildcard_constraints:
+            variant=alternatives(EVAL_MODELS),
         params:
             emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant)])
-                                   for lang in wmt_languages()),
+                                   for lang in task_languages("wmt", w.variant)),
         conda:
             "../envs/laser.yaml"
         shell:
@@ -237,7 +281,7 @@ if "wmt" in EVAL:
 
     use rule wmt_similarity as wmt_similarity_init with:
         input:
-            emb=[emb("wmt", WMT_SET, lang, init=True) for lang in wmt_languages()],
+            emb=lambda w: [emb("wmt", WMT_SET, lang, w.variant, init=True) for lang in task_languages("wmt", w.variant)],
             meta=f"{RUN}/eval/wmt/text/meta.json",
         output:
             f"{RUN}/eval/wmt/{{variant}}/init_scores.json",
@@ -245,7 +289,7 @@ if "wmt" in EVAL:
             f"{RUN}/logs/{{variant}}/eval/wmt/similarity_init.log",
         params:
             emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant, init=True)])
-                                   for lang in wmt_languages()),
+                                   for lang in task_languages("wmt", w.variant)),
 
     rule wmt_tfidf:  # the non-learned baseline on the same sentences
         input:
@@ -338,11 +382,13 @@ rule xnli_classify:
         "results/{run}/logs/{variant}/eval/xnli/classify.log",
     benchmark:
         "results/{run}/benchmarks/{variant}/xnli_classify.tsv"
+    wildcard_constraints:
+        variant=alternatives(EVAL_MODELS),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in EVAL["xnli"]["languages"]),
+                                        for lang in task_languages("xnli", w.variant)),
         config=lambda w: shell_quote_json(EVAL["xnli"]["classifier"]),
-    threads: lambda w: CFG["embed"]["threads"]
+    threads: eval_threads
     resources:
         mem_mb=16000,
     conda:
@@ -402,11 +448,13 @@ rule mldoc_classify:
         "results/{run}/eval/mldoc/{variant}/scores.json",
     log:
         "results/{run}/logs/{variant}/eval/mldoc/classify.log",
+    wildcard_constraints:
+        variant=alternatives(EVAL_MODELS),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in EVAL["mldoc"]["languages"]),
+                                        for lang in task_languages("mldoc", w.variant)),
         config=lambda w: shell_quote_json(EVAL["mldoc"]["classifier"]),
-    threads: lambda w: CFG["embed"]["threads"]
+    threads: eval_threads
     conda:
         "../envs/laser.yaml"
     shell:

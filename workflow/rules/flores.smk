@@ -35,7 +35,7 @@ rule flores_prepare:
     log:
         f"{RUN}/logs/flores/prepare.log",
     params:
-        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
         args=lambda w, input, output: " ".join(
             f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
             for src, dst in zip(input.texts, output)),

@@ -1,5 +1,6 @@
-# Input functions and paths of the LASER model's rules (empty target lists when the config has no
-# model of family laser): its variants, FLORES xsim, the evaluation tasks' data, the ablation tables.
+# Input functions and paths of the LASER model's rules (empty target lists when the config has no model
+# of family laser) and of the evaluation tasks, which score every model of any family: its variants, FLORES
+# xsim, the tasks' data and languages per model, the task comparison, the ablation tables.
 # ---- models: the base model and the ablation variants (Tables 5-7) -------------------------------------
 VARIANTS = PLAN.variants
 METRICS = f"{RUN}/metrics"
@@ -215,8 +216,89 @@ def emb(task, name, lang, variant="{variant}", init=False):
     return f"{RUN}/eval/{task}/{variant}/{'emb_init' if init else 'emb'}/{name}.{lang}.npy"
 
 
+# ---- every model (any family) through every task: the task's languages it embeds ------------------------
+EVAL_MODELS = [*VARIANTS, *FAMILY_MODELS]  # every trained model a task scores (seed replicates included)
+
+
+def eval_threads(w):
+    """Threads of a task's scoring jobs (mining, classifiers): the LASER model's embed.threads, else 2."""
+    return CFG["embed"]["threads"] if "embed" in CFG else 2
+
+
+def configured_task_languages(task):
+    """A task's languages as configured: BUCC's xx (each paired with English), the test languages of XNLI
+    and MLDoc (English included), WMT's present in the test set."""
+    return wmt_languages() if task == "wmt" else list(EVAL[task]["languages"])
+
+
+def task_languages(task, name):
+    """The languages of `task` that model `name` embeds, in the task's order: all for a LASER variant (one
+    encoder for every language); for a model of another family those it has an encoder for, none when it
+    has none for English (every task pivots on it: BUCC pairs with it, XNLI and MLDoc train their
+    classifier on it) or, for WMT, fewer than two."""
+    langs = configured_task_languages(task)
+    if name in VARIANTS:
+        return langs
+    own = set(PLAN.encoder_languages(name))
+    kept = [lang for lang in langs if lang in own]
+    if "eng" not in own or (task == "wmt" and len(kept) < 2) or not kept:
+        return []
+    return kept
+
+
+def task_skip_reason(task, name):
+    """Why `name` has no score on `task` ('' when it has): the table says it."""
+    if task_languages(task, name):
+        return ""
+    own = PLAN.encoder_languages(name)
+    return (f"no encoder for the task's languages ({', '.join(configured_task_languages(task))}); the model embeds "
+            f"{', '.join(own)}")
+
+
+def model_eval_codes(w):
+    """The BPE codes a model of another family applies to raw text (multienc: its N-way data's; LaBSE,
+    Bi-Sent2Vec: none, their vocabulary is in the encoder file)."""
+    m = FAMILY_MODELS[w.variant]
+    return {"codes": f"{RUN}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
+
+
+TASK_COMPARISONS = ["bucc", "xnli", "mldoc", "wmt"]
+
+
+def task_compared_models():
+    names = ([LASER_NAME] if LASER else []) + PLAN.configured(list(FAMILY_MODELS))
+    return names if len(names) > 1 else []
+
+
+def compared_tasks():
+    return [task for task in TASK_COMPARISONS if task_ready(task)] if task_compared_models() else []
+
+
+def task_score_files(task, name, init=False):
+    """A model's score files of a task (none when it embeds none of its languages); init: at update 0 (WMT)."""
+    langs = task_languages(task, name)
+    if not langs:
+        return []
+    if task == "bucc":
+        return [f"{RUN}/eval/bucc/{name}/scores/{xx}.json" for xx in langs]
+    return [f"{RUN}/eval/{task}/{name}/{'init_scores' if init else 'scores'}.json"]
+
+
+def task_models_spec(task):
+    """--models of compare-task: every compared model with its score files, or why it has none."""
+    out = []
+    for name in task_compared_models():
+        family = PLAN.family(name)
+        description = CFG["laser"]["description"] if family == "laser" else FAMILY_MODELS[name].get("description", name)
+        out.append({"name": name, "family": family, "description": description,
+                    "scores": task_score_files(task, name),
+                    "init": task_score_files(task, name, init=True) if task == "wmt" else [],
+                    "skipped": "" if family == "laser" else task_skip_reason(task, name)})
+    return out
+
+
 def xnli_classify_inputs(w):
-    langs = EVAL["xnli"]["languages"]
+    langs = task_languages("xnli", w.variant)
     v = w.variant
     files = {"train": [emb("xnli", "train-p", "eng", v), emb("xnli", "train-h", "eng", v),
                        f"{RUN}/eval/xnli/labels/train.eng.tsv"],
@@ -232,7 +314,7 @@ def mldoc_classify_inputs(w):
     v = w.variant
     files = {"train": [emb("mldoc", "train", "eng", v), f"{RUN}/eval/mldoc/docs/train.eng.tsv"],
              "dev": [emb("mldoc", "dev", "eng", v), f"{RUN}/eval/mldoc/docs/dev.eng.tsv"]}
-    for lang in EVAL["mldoc"]["languages"]:
+    for lang in task_languages("mldoc", v):
         files[f"test_{lang}"] = [emb("mldoc", "test", lang, v), f"{RUN}/eval/mldoc/docs/test.{lang}.tsv"]
     return files
 

@@ -9,8 +9,8 @@ rule preprocess_shard:
     log:
         "results/{run}/logs/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}.log",
     params:
-        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
-        block=CFG["preprocess"]["block_lines"],
+        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        block=lambda w: CFG["preprocess"]["block_lines"],
     resources:
         mem_mb=1500,
         runtime=240,

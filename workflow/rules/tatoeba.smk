@@ -12,7 +12,7 @@ rule tatoeba_prepare:
     log:
         "results/{run}/logs/tatoeba/prepare/{lang}.log",
     params:
-        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
         sources=raw_sources,
     conda:
         "../envs/laser.yaml"

@@ -155,7 +155,7 @@ def estimate(config: dict, *, profile: dict, gpu: Optional[str] = None,
 
     out = []
     if plan.laser:
-        train = config["train"]
+        train = plan.config["train"]
         base_pairs = set(plan.base.pairs)
         for name, variant in plan.variants.items():
             figure, notes = pick_throughput("laser", "train", gpu, train.get("precision", "fp32"))

@@ -100,11 +100,33 @@ def sacrebleu_langpair(corpus: dict, src: str, tgt: str) -> str:
     return langpair_of(corpus["download"]["sacrebleu"].get("langpair", SACREBLEU_LANGPAIR), src, tgt)
 
 
+def resolve(config: dict) -> dict:
+    """A validated config as the run plan reads it: its LASER model (at most one model of `models` has family
+    laser) and that model's bitext_data entry spread into the sections the LASER stages read (targets, filters,
+    preprocess, bpe, model, train, embed, ablations), ``laser`` naming them ({name, data, description,
+    corpora}: the corpora aligned, by default every corpus), and `models` keeping the other families."""
+    out = {k: v for k, v in config.items() if k != "bitext_data"}
+    out["models"] = {name: m for name, m in config["models"].items() if m["family"] != "laser"}
+    laser = [(name, m) for name, m in config["models"].items() if m["family"] == "laser"]
+    if not laser:
+        return out
+    name, model = laser[0]
+    data = config["bitext_data"][model["data"]]
+    out.update({key: data[key] for key in ("targets", "filters", "preprocess", "bpe")})
+    out.update({key: model[key] for key in ("model", "train", "embed", "ablations")})
+    out["laser"] = {"name": name, "data": model["data"], "description": model.get("description", name),
+                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]])}
+    return out
+
+
 class Plan:
     """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
 
     def __init__(self, config: dict):
-        self.config = config
+        """``config``: a validated config (:func:`laser_repro.config.schema.validate`); ``self.config`` is it
+        resolved (:func:`resolve`: the LASER model's sections where its stages read
+        them). A config without ``bitext_data`` is taken as resolved already."""
+        self.config = resolve(config) if "bitext_data" in config else config
 
     @cached_property
     def corpora(self) -> dict[str, dict]:
@@ -117,7 +139,7 @@ class Plan:
     @property
     def laser(self) -> bool:
         """The config trains a LASER model (a model of family laser; its sections resolved by
-        :func:`laser_repro.config.schema.resolve`)."""
+        :func:`resolve`)."""
         return "laser" in self.config
 
     @property

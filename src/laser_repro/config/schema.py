@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from laser_repro.config.plan import Plan, corpus_code
+from laser_repro.config.plan import Plan, corpus_code, resolve
 from laser_repro.core import languages
 from laser_repro.core.errors import ConfigError
 from laser_repro.data.corpora import EVALUATION_ONLY_SETS, evaluation_set_named
@@ -286,8 +286,7 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     config.setdefault("opus", {})
     _fill_defaults(config, schema, schema)
     _check_laser_entries(config, source, origin)
-    config = resolve(config, schema)
-    _check_semantics(config, source, origin)
+    _check_semantics(resolve(config), source, origin)
     return config
 
 
@@ -331,8 +330,8 @@ def _check_laser_entries(config: dict, source: str, origin: Origin) -> None:
         if config["models"][name]["data"] not in data:
             fail(["models", name, "data"], f"{config['models'][name]['data']!r} is not a bitext_data entry "
                                            f"({', '.join(data) or 'none'}); a LASER model trains on bitexts")
-        if "evaluation" not in config:
-            fail(["models", name], "a LASER model needs the `evaluation` section (at least evaluation.tatoeba)")
+        if "tatoeba" not in config["evaluation"]:
+            fail(["evaluation"], f"models.{name} (a LASER model) is scored on Tatoeba: configure evaluation.tatoeba")
     for name in data:
         if not any(config["models"][m]["data"] == name for m in laser):
             fail(["bitext_data", name], "no LASER model (family: laser) trains on it")
@@ -345,32 +344,6 @@ def _check_laser_entries(config: dict, source: str, origin: Origin) -> None:
         if m["family"] != "laser" and m["data"] in data and m["data"] not in config.get("nway_data", {}):
             fail(["models", name, "data"], f"{m['data']!r} is bitext data (LASER's); family {m['family']} reads an "
                                            f"nway_data entry")
-
-
-def resolve(config: dict, schema: dict | None = None) -> dict:
-    """The validated config as the run plan reads it: the LASER model of `models` (at most one) and its
-    bitext_data entry spread into the sections its stages read (targets, filters, preprocess, bpe, model,
-    train, embed, ablations), `laser` naming it ({name, data, corpora}), `models` keeping the other families.
-    Without a LASER model the data sections hold their defaults (the shared corpus stages read them)."""
-    schema = schema or load_schema()
-    laser = [(name, m) for name, m in config["models"].items() if m["family"] == "laser"]
-    out = {k: v for k, v in config.items() if k != "bitext_data"}
-    out["models"] = {name: m for name, m in config["models"].items() if m["family"] != "laser"}
-    if "evaluation" not in out:  # no task configured: the download settings the shared rules read
-        out["evaluation"] = {}
-        _fill_defaults(out["evaluation"], schema["properties"]["evaluation"], schema)
-    if not laser:
-        defaults = {"filters": {}, "preprocess": {}}
-        _fill_defaults(defaults, schema["properties"]["bitext_data"]["additionalProperties"], schema)
-        out.update(defaults)
-        return out
-    name, model = laser[0]
-    data = config["bitext_data"][model["data"]]
-    out.update({key: data[key] for key in ("targets", "filters", "preprocess", "bpe")})
-    out.update({key: model[key] for key in ("model", "train", "embed", "ablations")})
-    out["laser"] = {"name": name, "data": model["data"], "description": model.get("description", name),
-                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]])}
-    return out
 
 
 def _corpus_sources(corpus: dict) -> list[tuple[str, str]]:

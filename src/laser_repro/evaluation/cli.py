@@ -48,9 +48,10 @@ def cmd_tatoeba(a):
 
 
 def cmd_embed(a):
-    """Embed text files with an exported encoder (one .npy per input, rows = lines). The inputs are
-    BPE'd text; with --codes they are raw text, Moses-preprocessed and BPE-encoded here first (one
-    process for both steps: the evaluation texts of every task go through this)."""
+    """Embed text files with an exported encoder of any family (one .npy per input, rows = lines). The
+    inputs are the model's input text (BPE'd); with --codes or --raw they are raw text, prepared here first
+    by the encoder's family (Moses, and BPE for the families that take codes: one process for both steps;
+    the evaluation texts of every task and every model go through this)."""
     import tempfile
 
     import torch
@@ -66,6 +67,8 @@ def cmd_embed(a):
     header = registry.read_encoder_file(a.encoder)
     if header["family"] != "laser":
         return _embed_with_family(a, header)
+    if a.raw and not a.codes:
+        raise SystemExit(f"embed: {a.encoder} (laser) applies BPE codes to raw text: give --codes")
     if a.codes:  # the codes the export recorded (laser-repro export --codes); older files: a warning
         from laser_repro.models import subword
 
@@ -101,12 +104,14 @@ def _embed_with_family(a, header: dict) -> None:
     if len(a.lang or []) != len(a.input):
         raise SystemExit(f"embed: {a.encoder} is not a LASER encoder: give one --lang per --input")
     family = registry.get(header["family"])
+    if a.raw and family.takes_codes and not a.codes:
+        raise SystemExit(f"embed: {a.encoder} ({family.name}) applies BPE codes to raw text: give --codes")
     if a.codes and family.takes_codes:
         subword.check_codes(a.encoder, header.get(subword.RECORD_KEY), a.codes)
     encoder = family.load_encoder(a.encoder)
     for path, npy, lang in zip(a.input, a.output, a.lang):
         lines = list(iter_lines(path))
-        if a.codes:
+        if a.codes or a.raw:
             lines = family.prepare(lines, lang, codes=a.codes, lowercase=not a.keep_case)
         with atomic_output(npy, "wb") as f:
             np.save(f, encoder.embed(lines, lang).astype(np.float32))
@@ -136,7 +141,10 @@ def add_cli(sub) -> None:
     s.add_argument("--output", action="append", required=True)
     s.add_argument("--codes", help="fastBPE codes: the inputs are raw text, Moses + BPE'd first")
     s.add_argument("--lang", action="append", help="with --codes: the language of each --input")
-    s.add_argument("--keep-case", action="store_true", help="with --codes: do not lowercase")
+    s.add_argument("--keep-case", action="store_true", help="with --codes or --raw: do not lowercase")
+    s.add_argument("--raw", action="store_true",
+                   help="the inputs are raw text, prepared by the encoder's family (Moses, then the BPE --codes of a "
+                        "family that takes codes; LaBSE and Bi-Sent2Vec take none); --codes implies it")
     s.add_argument("--max-tokens", type=int, default=12000)
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")

@@ -111,7 +111,7 @@ rule nli_binarize:
         "results/{run}/logs/binarize/nli.log",
     params:
         prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
-        lowercase="" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
     conda:
         "../../envs/laser.yaml"
     shell:

@@ -1,0 +1,138 @@
+"""One table per evaluation task comparing the models of a run, of any family, on the same sentences:
+one row per language (WMT: per ordered language pair, then the average), one column group per model --
+ours, and the model at update 0 where the task scores it (WMT) -- beside the task's non-learned baseline
+where it has one (WMT: character n-gram TF-IDF). A model without an encoder for a task's languages has
+no column but a line saying why; a model that embeds only some of them has its cells there (n/a elsewhere).
+
+Inputs, per task, as the task's own rules write them: WMT ``wmt-similarity`` scores (``pairs``,
+``average_error``), BUCC ``bucc-evaluate`` scores (one file per language: ``language``, ``f1``), XNLI and
+MLDoc classifier scores (``test_accuracy``: language -> accuracy %).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from laser_repro.core import languages
+from laser_repro.core.textio import read_json
+
+#: task -> (what a cell is, whether lower is better)
+MEASURES = {
+    "wmt": ("similarity error (%), each source sentence's nearest target sentence is not its translation", True),
+    "bucc": ("F1 (%) of the mined pairs on the BUCC 2018 training set, at the F1-optimal margin threshold", False),
+    "xnli": ("accuracy (%) of the classifier trained on English MultiNLI embeddings", False),
+    "mldoc": ("accuracy (%) of the classifier trained on English MLDoc embeddings", False),
+}
+TASK_NAMES = {"wmt": "WMT similarity", "bucc": "BUCC 2018 mining", "xnli": "XNLI", "mldoc": "MLDoc"}
+AVERAGE = "average"
+
+
+def task_values(task: str, docs: Sequence[Mapping]) -> dict[str, float]:
+    """row key -> value of one model's (or the baseline's) scores of ``task``: ``src-trg`` pairs and
+    ``average`` for WMT, languages otherwise. ``docs``: the task's score documents (BUCC: one per language)."""
+    if task == "wmt":
+        [doc] = docs
+        out = {f"{p['src']}-{p['trg']}": float(p["error"]) for p in doc["pairs"]}
+        out[AVERAGE] = float(doc["average_error"])
+        return out
+    if task == "bucc":
+        return {doc["language"]: 100.0 * float(doc["f1"]) for doc in docs}
+    if task in ("xnli", "mldoc"):
+        [doc] = docs
+        return {lang: float(acc) for lang, acc in doc["test_accuracy"].items()}
+    raise ValueError(f"no comparison table for task {task!r} (known: {', '.join(MEASURES)})")
+
+
+def row_keys(task: str, langs: Sequence[str]) -> list[str]:
+    """The rows of a task's table: its languages (WMT: their ordered pairs, then the average)."""
+    if task == "wmt":
+        return [f"{s}-{t}" for s in langs for t in langs if s != t] + [AVERAGE]
+    return list(langs)
+
+
+def _label(task: str, key: str) -> str:
+    if key == AVERAGE:
+        return "average (over each model's own pairs)"
+    if task == "wmt":
+        src, trg = key.split("-")
+        return f"{languages.get(src).name} → {languages.get(trg).name}"
+    return languages.get(key).name
+
+
+def compare_rows(task: str, langs: Sequence[str], models: Sequence[Mapping], tfidf: Mapping | None) -> list[dict]:
+    """One row per row key: ``<model>`` and ``<model> init`` (when the model has init scores) for every scored
+    model (``{"name", "values", "init"}``: row key -> value), and ``tfidf``."""
+    rows = []
+    for key in row_keys(task, langs):
+        row = {"row": key, "name": _label(task, key)}
+        for m in models:
+            row[m["name"]] = _rounded(m["values"].get(key))
+            if m.get("init") is not None:
+                row[f"{m['name']} init"] = _rounded(m["init"].get(key))
+        if tfidf is not None:
+            row["TF-IDF"] = _rounded(tfidf.get(key))
+        rows.append(row)
+    return rows
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs: Sequence[str],
+                          models: Sequence[Mapping], tfidf_path: str | None = None) -> None:
+    """The comparison table of ``task``. ``models``: ``{"name", "family", "description", "scores": [paths],
+    "init": [paths] or [], "skipped": reason or ""}`` in column order (a skipped model: a note, no column)."""
+    from laser_repro.reporting.tables import write_table
+
+    what, lower = MEASURES[task] if task in MEASURES else (None, None)
+    if what is None:
+        raise ValueError(f"no comparison table for task {task!r} (known: {', '.join(MEASURES)})")
+    scored, notes = [], []
+    for m in models:
+        if m.get("skipped"):
+            notes.append(f"{m['name']} ({m['family']}): not scored: {m['skipped']}.")
+            continue
+        values = task_values(task, [read_json(p) for p in m["scores"]])
+        init = task_values(task, [read_json(p) for p in m["init"]]) if m.get("init") else None
+        scored.append({**m, "values": values, "init": init})
+    tfidf = task_values(task, [read_json(tfidf_path)]) if tfidf_path else None
+    rows = compare_rows(task, langs, scored, tfidf)
+    columns = [("name", "language" if task != "wmt" else "pair")]
+    for m in scored:
+        columns.append((m["name"], f"{m['name']} ({m['family']})"))
+        if m["init"] is not None:
+            columns.append((f"{m['name']} init", f"{m['name']} init"))
+    if tfidf is not None:
+        columns.append(("TF-IDF", "TF-IDF"))
+    described = "; ".join(f"{m['name']}: {m['family']}, {m['description']}" for m in models)
+    baselines = ((["`init`: the same model at update 0"] if any(m["init"] is not None for m in scored) else [])
+                 + (["TF-IDF: the non-learned baseline"] if tfidf is not None else []))
+    intro = (f"{TASK_NAMES[task]}, run {run_name}: {what} ({'lower' if lower else 'higher'} is better), every model "
+             f"on the same sentences" + "".join(f"; {b}" for b in baselines)
+             + f". A model has cells for the languages it embeds (n/a elsewhere). Models: {described}.")
+    write_table(md_path, csv_path, title=f"{TASK_NAMES[task]}: the models of {run_name} compared", intro=intro,
+                columns=columns, rows=rows, notes=notes)
+
+
+def cmd_compare_task(a) -> None:
+    import json
+
+    try:
+        models = json.loads(a.models)
+        write_task_comparison(a.md, a.csv, task=a.task, run_name=a.run_name, langs=a.languages, models=models,
+                              tfidf_path=a.tfidf)
+    except (ValueError, KeyError) as err:
+        raise SystemExit(f"compare-task {a.task}: {err}") from None
+
+
+def add_cli(sub) -> None:
+    s = sub.add_parser("compare-task", help="one table of an evaluation task for every model of a run (any family)")
+    s.add_argument("--task", required=True, choices=sorted(MEASURES))
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--languages", nargs="+", required=True, help="the task's languages, in table order")
+    s.add_argument("--models", required=True,
+                   help='JSON list of {"name", "family", "description", "scores": [paths], "init": [paths], "skipped"}')
+    s.add_argument("--tfidf", help="the task's TF-IDF baseline scores (WMT)")
+    s.add_argument("--md", required=True)
+    s.add_argument("--csv", required=True)
+    s.set_defaults(func=cmd_compare_task)
