@@ -264,3 +264,53 @@ def test_bisent2vec_plan_pairs_vocabularies_and_paper_defaults():
     assert plan.nway_data["opensubtitles_tanzil_en_ru"]["corpus"] == ["opensubtitles_en_ru", "tanzil_en_ru"]
     small = Plan(config.load(REPO / "config" / "bisent2vec_small.yaml"))
     assert len(small.bisent2vec) == 14 and small.bisent2vec["b2v_en_es_bi"]["train"]["threads"] == 1
+
+
+# ---- ablation variants of a model of any family (`variants`: suffix -> the settings that differ) --------
+
+def _labse_small():
+    return yaml.safe_load((REPO / "config" / "labse_small.yaml").read_text(encoding="utf-8"))
+
+
+def test_variants_of_a_model_are_models_of_their_own():
+    cfg = _labse_small()
+    cfg["models"]["labse_ams"]["variants"] = {"m0": {"loss": {"margin": 0.0}, "description": "no margin"},
+                                              "lr2": {"train": {"lr": 0.002}}}
+    out = config.validate(cfg)
+    assert "variants" not in out["models"]["labse_ams"] and config.validate(out) == out  # validates again
+    ams, m0, lr2 = (out["models"][n] for n in ("labse_ams", "labse_ams_m0", "labse_ams_lr2"))
+    assert m0["loss"]["margin"] == 0.0 and ams["loss"]["margin"] == 0.3 and m0["description"] == "no margin"
+    assert lr2["train"]["lr"] == 0.002 and lr2["train"]["batch_size"] == ams["train"]["batch_size"]
+    assert lr2["loss"] == ams["loss"] and lr2["family"] == "labse"
+    assert lr2["description"] == f"{ams['description']}; variant lr2: train.lr=0.002"
+    assert lr2["paper_row"] is None  # the paper's row is claimed explicitly, never inherited
+    plan = Plan(out)
+    assert {"labse_ams_m0", "labse_ams_lr2"} <= set(plan.labse)
+    assert plan.labse_settings("labse_ams_m0", "dual", tokenizer="t")["loss"]["margin"] == 0.0
+
+
+def test_bisent2vec_ngram_variant_and_variant_errors_name_the_key(tmp_path):
+    cfg = yaml.safe_load((REPO / "config" / "bisent2vec_small.yaml").read_text(encoding="utf-8"))
+    name = next(n for n, m in cfg["models"].items() if m["model"]["ngrams"] == 2)
+    cfg["models"][name]["variants"] = {"uni": {"model": {"ngrams": 1}}}
+    plan = Plan(config.validate(cfg))
+    assert plan.bisent2vec[f"{name}_uni"]["model"]["ngrams"] == 1 and plan.bisent2vec[name]["model"]["ngrams"] == 2
+    cfg["models"][name]["variants"] = {"bad": {"model": {"ngramz": 1}}}
+    path = _write(tmp_path, cfg)
+    msg = _error(path)
+    assert f"models.{name}.variants.bad.model.ngramz: unknown key; did you mean 'ngrams'?" in msg
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "ngramz" in text)
+    assert f"cfg.yaml:{line}:" in msg
+    cfg["models"][name]["variants"] = {"x": {"family": "labse"}}
+    assert "variants.x.family: a variant keeps its model's family (bisent2vec)" in _error(_write(tmp_path, cfg))
+    other = next(n for n in cfg["models"] if n != name)
+    cfg["models"][name]["variants"] = {"x": {}}
+    cfg["models"][f"{name}_x"] = cfg["models"][other]
+    assert f"its model name '{name}_x' is already a model" in _error(_write(tmp_path, cfg))
+
+
+def test_a_laser_model_declares_its_variants_as_ablations():
+    cfg = yaml.safe_load((REPO / "tests" / "toy" / "config.yaml").read_text(encoding="utf-8"))
+    cfg["models"]["base"]["variants"] = {"x": {"train": {"lr": 0.1}}}
+    with pytest.raises(config.ConfigError, match="models.base.variants: unknown key"):
+        config.validate(cfg)

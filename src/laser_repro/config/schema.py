@@ -274,20 +274,84 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     problems = [item for e in errors for item in _error_lines(e, schema)]
     if not problems and isinstance(config, dict):
         problems = _unknown_kind_keys(config, schema)
-    if problems:
-        lines = []
-        for path, message in problems[:MAX_ERRORS]:
-            where = origin.locate(path)
-            lines.append(f"{where or source}: {_key_path(path)}: {message}")
-        if len(problems) > MAX_ERRORS:
-            lines.append(f"... and {len(problems) - MAX_ERRORS} more")
-        raise ConfigError(f"invalid configuration ({source}):\n  " + "\n  ".join(lines))
-    config = copy.deepcopy(config)
+    _raise_problems(problems, origin, source)
+    config = _expand_variants(config, source, origin, schema)
     config.setdefault("opus", {})
     _fill_defaults(config, schema, schema)
     _check_laser_entries(config, source, origin)
     _check_semantics(resolve(config), source, origin)
     return config
+
+
+def _raise_problems(problems: list[tuple[list, str]], origin: Origin, source: str) -> None:
+    """One ConfigError listing schema problems (key path, message), each with the file and line of its key."""
+    if not problems:
+        return
+    lines = []
+    for path, message in problems[:MAX_ERRORS]:
+        where = origin.locate(path)
+        lines.append(f"{where or source}: {_key_path(path)}: {message}")
+    if len(problems) > MAX_ERRORS:
+        lines.append(f"... and {len(problems) - MAX_ERRORS} more")
+    raise ConfigError(f"invalid configuration ({source}):\n  " + "\n  ".join(lines))
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else copy.deepcopy(value)
+    return out
+
+
+def _flat(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    """(dotted key, value) of nested settings."""
+    out = []
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def _expand_variants(config: dict, source: str, origin: Origin, schema: dict) -> dict:
+    """A copy of the config in which every model's `variants` (suffix -> settings that differ) are models of
+    their own, ``<model>_<suffix>``, each validated by its family's schema (an error names the variant's key)."""
+    models = config.get("models") or {}
+    if not any(m.get("variants") for m in models.values()):
+        return copy.deepcopy({**config, "models": {n: {k: v for k, v in m.items() if k != "variants"}
+                                                   for n, m in models.items()}})
+    expanded, variant_of = {}, {}
+    for name, model in models.items():
+        base = {k: v for k, v in model.items() if k != "variants"}
+        expanded[name] = copy.deepcopy(base)
+        for suffix, override in (model.get("variants") or {}).items():
+            path = ["models", name, "variants", suffix]
+            new = f"{name}_{suffix}"
+            if new in models or new in expanded:
+                raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: its model name {new!r} is "
+                                  f"already a model of `models`")
+            if "family" in override and override["family"] != base["family"]:
+                raise ConfigError(f"{origin.locate(path + ['family']) or source}: {_key_path(path + ['family'])}: a "
+                                  f"variant keeps its model's family ({base['family']})")
+            variant = _deep_merge(base, override)
+            if "description" not in override:  # never the base model's label on another model
+                changed = ", ".join(f"{k}={v}" for k, v in _flat(override))
+                variant["description"] = f"{base.get('description', name)}; variant {suffix}: {changed}"
+            if "paper_row" in base and "paper_row" not in override:  # a paper row is claimed explicitly
+                variant["paper_row"] = None
+            expanded[new] = variant
+            variant_of[new] = (name, suffix)
+    out = {**copy.deepcopy(config), "models": expanded}
+    problems = []
+    for error in jsonschema.Draft202012Validator(schema).iter_errors(out):
+        for path, message in _error_lines(error, schema):
+            if len(path) > 1 and path[0] == "models" and path[1] in variant_of:
+                path = ["models", *variant_of[path[1]][:1], "variants", variant_of[path[1]][1], *path[2:]]
+            problems.append((path, message))
+    _raise_problems(problems, origin, source)
+    return out
 
 
 # ---- one config shape: LASER's model and data are entries of `models` and `bitext_data` -------------
