@@ -113,7 +113,8 @@ def test_one_variant_reruns_alone(toy):
     variant's jobs and nothing of the other variants or of the shared data."""
     jobs = dry_run_jobs(toy, "variant_layers2", "--forcerun", "laser_train")
     rules = sorted({rule for rule, _ in jobs})
-    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "flores_xsim", "laser_export", "laser_export_init",
+    assert rules == ["bucc_evaluate", "bucc_mine", "eval_embed", "eval_embed_bucc", "eval_embed_nli", "flores_xsim",
+                     "laser_export", "laser_export_init",
                      "laser_train", "mldoc_classify", "tatoeba_evaluate", "variant_layers2",
                      "variant_metrics", "wmt_similarity", "xnli_classify"], rules
     outputs = [o for _, outs in jobs for o in outs]

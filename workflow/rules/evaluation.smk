@@ -85,12 +85,74 @@ rule model_eval_embed:
     params:
         codes=lambda w, input: shlex.join(["--codes", os.path.join(input.codes, "codes")]) if "codes" in input.keys() else "",
         lowercase=lambda w: "" if NWAY[FAMILY_MODELS[w.variant]["data"]]["lowercase"] else "--keep-case",
-    threads: 2
+    threads: eval_threads
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q} --threads {threads}")
+
+
+# Two texts in one job (one process, one model load), for any model: an XNLI split's premises and
+# hypotheses, a BUCC split's two sides (the other texts: eval_embed, model_eval_embed, one by one).
+rule eval_embed_nli:
+    input:
+        unpack(eval_codes),
+        premises="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
+        hypotheses="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
+        encoder="results/{run}/models/{variant}/encoder.pt",
+    output:
+        premises="results/{run}/eval/xnli/{variant}/emb/{split}-p.{lang}.npy",
+        hypotheses="results/{run}/eval/xnli/{variant}/emb/{split}-h.{lang}.npy",
+    log:
+        "results/{run}/logs/{variant}/eval/xnli/embed/{split}.{lang}.log",
+    wildcard_constraints:
+        split="train|dev|test",
+        variant=alternatives(EVAL_MODELS),
+    params:
+        codes=eval_codes_arg,
+        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
+        max_tokens=lambda w: eval_max_tokens_arg(w.variant),
+    threads: eval_threads
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
+               " --lang {wildcards.lang:q} --input {input.premises:q} --output {output.premises:q}"
+               " --lang {wildcards.lang:q} --input {input.hypotheses:q} --output {output.hypotheses:q}"
+               " {params.max_tokens} --threads {threads}")
+
+
+rule eval_embed_bucc:
+    input:
+        unpack(eval_codes),
+        xx="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
+        eng="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
+        encoder="results/{run}/models/{variant}/encoder.pt",
+    output:
+        xx="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-{xx}.{xx}.npy",
+        eng="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-eng.eng.npy",
+    log:
+        "results/{run}/logs/{variant}/eval/bucc/embed/{xx}-{split}.log",
+    wildcard_constraints:
+        xx="[a-z]{3}",
+        split="training|test",
+        variant=alternatives(EVAL_MODELS),
+    params:
+        codes=eval_codes_arg,
+        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
+        max_tokens=lambda w: eval_max_tokens_arg(w.variant),
+    threads: eval_threads
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
+               " --lang {wildcards.xx:q} --input {input.xx:q} --output {output.xx:q}"
+               " --lang eng --input {input.eng:q} --output {output.eng:q} {params.max_tokens} --threads {threads}")
+
+
+ruleorder: eval_embed_nli > eval_embed_bucc > eval_embed
+ruleorder: eval_embed_nli > eval_embed_bucc > model_eval_embed
 
 
 use rule model_eval_embed as model_eval_embed_init with:

@@ -262,6 +262,27 @@ def model_eval_codes(w):
     return {"codes": f"{RUN}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
 
 
+def eval_codes(w):
+    """The BPE codes any model applies to raw text: LASER's joint codes, a multienc model's N-way data's;
+    none for LaBSE and Bi-Sent2Vec."""
+    return {"codes": f"{RUN}/bpe/codes"} if w.variant in VARIANTS else model_eval_codes(w)
+
+
+def eval_codes_arg(w, input):
+    if "codes" not in input.keys():
+        return ""
+    return shlex.join(["--codes", input.codes if w.variant in VARIANTS else os.path.join(input.codes, "codes")])
+
+
+def eval_lowercase(name):
+    """Whether a model's input text is lowercased: its data's setting."""
+    return CFG["preprocess"]["lowercase"] if name in VARIANTS else NWAY[FAMILY_MODELS[name]["data"]]["lowercase"]
+
+
+def eval_max_tokens_arg(name):
+    return f"--max-tokens {int(CFG['embed']['max_tokens'])}" if name in VARIANTS else ""
+
+
 TASK_COMPARISONS = ["bucc", "xnli", "mldoc", "wmt"]
 
 
