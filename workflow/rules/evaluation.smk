@@ -71,7 +71,7 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
 # BPE codes; LaBSE, Bi-Sent2Vec: the vocabulary in the encoder file), lowercased as its data is.
 rule model_eval_embed:
     input:
-        unpack(model_eval_codes),
+        unpack(eval_codes),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
     output:
@@ -83,8 +83,8 @@ rule model_eval_embed:
         name="[A-Za-z0-9_-]+",
         variant=alternatives(FAMILY_MODELS),
     params:
-        codes=lambda w, input: shlex.join(["--codes", os.path.join(input.codes, "codes")]) if "codes" in input.keys() else "",
-        lowercase=lambda w: "" if NWAY[FAMILY_MODELS[w.variant]["data"]]["lowercase"] else "--keep-case",
+        codes=eval_codes_arg,
+        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
     threads: eval_threads
     conda:
         "../envs/laser.yaml"
@@ -98,18 +98,19 @@ rule model_eval_embed:
 rule eval_embed_nli:
     input:
         unpack(eval_codes),
-        premises="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
-        hypotheses="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
+        first="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
+        second="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
     output:
-        premises="results/{run}/eval/xnli/{variant}/emb/{split}-p.{lang}.npy",
-        hypotheses="results/{run}/eval/xnli/{variant}/emb/{split}-h.{lang}.npy",
+        first="results/{run}/eval/xnli/{variant}/emb/{split}-p.{lang}.npy",
+        second="results/{run}/eval/xnli/{variant}/emb/{split}-h.{lang}.npy",
     log:
         "results/{run}/logs/{variant}/eval/xnli/embed/{split}.{lang}.log",
     wildcard_constraints:
         split="train|dev|test",
         variant=alternatives(EVAL_MODELS),
     params:
+        langs=lambda w: [w.lang, w.lang],
         codes=eval_codes_arg,
         lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
         max_tokens=lambda w: eval_max_tokens_arg(w.variant),
@@ -118,20 +119,20 @@ rule eval_embed_nli:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
-               " --lang {wildcards.lang:q} --input {input.premises:q} --output {output.premises:q}"
-               " --lang {wildcards.lang:q} --input {input.hypotheses:q} --output {output.hypotheses:q}"
+               " --lang {params.langs[0]:q} --input {input.first:q} --output {output.first:q}"
+               " --lang {params.langs[1]:q} --input {input.second:q} --output {output.second:q}"
                " {params.max_tokens} --threads {threads}")
 
 
-rule eval_embed_bucc:
+use rule eval_embed_nli as eval_embed_bucc with:
     input:
         unpack(eval_codes),
-        xx="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
-        eng="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
+        first="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
+        second="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
     output:
-        xx="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-{xx}.{xx}.npy",
-        eng="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-eng.eng.npy",
+        first="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-{xx}.{xx}.npy",
+        second="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-eng.eng.npy",
     log:
         "results/{run}/logs/{variant}/eval/bucc/embed/{xx}-{split}.log",
     wildcard_constraints:
@@ -139,16 +140,10 @@ rule eval_embed_bucc:
         split="training|test",
         variant=alternatives(EVAL_MODELS),
     params:
+        langs=lambda w: [w.xx, "eng"],
         codes=eval_codes_arg,
         lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
         max_tokens=lambda w: eval_max_tokens_arg(w.variant),
-    threads: eval_threads
-    conda:
-        "../envs/laser.yaml"
-    shell:
-        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
-               " --lang {wildcards.xx:q} --input {input.xx:q} --output {output.xx:q}"
-               " --lang eng --input {input.eng:q} --output {output.eng:q} {params.max_tokens} --threads {threads}")
 
 
 ruleorder: eval_embed_nli > eval_embed_bucc > eval_embed
@@ -157,7 +152,7 @@ ruleorder: eval_embed_nli > eval_embed_bucc > model_eval_embed
 
 use rule model_eval_embed as model_eval_embed_init with:
     input:
-        unpack(model_eval_codes),
+        unpack(eval_codes),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder_init.pt",
     output:

@@ -255,20 +255,17 @@ def task_skip_reason(task, name):
             f"{', '.join(own)}")
 
 
-def model_eval_codes(w):
-    """The BPE codes a model of another family applies to raw text (multienc: its N-way data's; LaBSE,
-    Bi-Sent2Vec: none, their vocabulary is in the encoder file)."""
+def eval_codes(w):
+    """The BPE codes any model applies to raw text: LASER's joint codes, a multienc model's N-way data's
+    (its bpe directory); none for LaBSE and Bi-Sent2Vec (their vocabulary is in the encoder file)."""
+    if w.variant in VARIANTS:
+        return {"codes": f"{RUN}/bpe/codes"}
     m = FAMILY_MODELS[w.variant]
     return {"codes": f"{RUN}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
 
 
-def eval_codes(w):
-    """The BPE codes any model applies to raw text: LASER's joint codes, a multienc model's N-way data's;
-    none for LaBSE and Bi-Sent2Vec."""
-    return {"codes": f"{RUN}/bpe/codes"} if w.variant in VARIANTS else model_eval_codes(w)
-
-
 def eval_codes_arg(w, input):
+    """--codes of `laser-repro embed` for the inputs of eval_codes."""
     if "codes" not in input.keys():
         return ""
     return shlex.join(["--codes", input.codes if w.variant in VARIANTS else os.path.join(input.codes, "codes")])
