@@ -3,6 +3,7 @@ traceback (laser_repro.core.errors.UserError, caught once in laser_repro.cli.mai
 BPE codes other than those an encoder was trained with (laser_repro.models.subword)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -145,3 +146,21 @@ def test_an_encoder_exported_before_it_named_its_codes_is_accepted_with_a_warnin
                    "--output", str(root / "old.npy"), "--lang", "eng", "--codes", str(root / "other_codes")])
     assert status == 0 and np.load(root / "old.npy").shape[0] == 2
     assert any("names no BPE codes" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_retrieval_with_a_multienc_encoder_applies_its_codes(multienc_model, capsys):
+    """Tatoeba / UN retrieval of a family that takes BPE codes (multienc): without --codes or with others a
+    one-line refusal; with its codes both directions of every language, the model and its init in one process."""
+    root = multienc_model
+    (root / "fra.txt").write_text("a1 a2 a3\na4\na2 a1\n")
+    (root / "eng.txt").write_text("a3 a2\na4 a1\na2\n")
+    args = ["retrieval", "--task", "tatoeba", "--encoder", root / "encoder.pt", root / "encoder.pt", "--langs", "fra",
+            "--xx", root / "fra.txt", "--eng", root / "eng.txt", "--output", root / "r.json", root / "r_init.json"]
+    status, lines = run_cli(capsys, *args)
+    assert_one_line(status, lines, root / "encoder.pt", "give --codes")
+    status, lines = run_cli(capsys, *args, "--codes", root / "other_codes")
+    assert_one_line(status, lines, root / "other_codes", root / "encoder.pt")
+    assert main([str(a) for a in args] + ["--codes", str(root / "data" / "codes")]) == 0
+    for out in ("r.json", "r_init.json"):
+        fra = json.loads((root / out).read_text())["results"]["fra"]
+        assert fra["n"] == 3 and 0 <= fra["error"] <= 100 and 0 <= fra["en_xx_error"] <= 100

@@ -314,3 +314,16 @@ def test_a_laser_model_declares_its_variants_as_ablations():
     cfg["models"]["base"]["variants"] = {"x": {"train": {"lr": 0.1}}}
     with pytest.raises(config.ConfigError, match="models.base.variants: unknown key"):
         config.validate(cfg)
+
+
+def test_tatoeba_languages_of_each_family_are_those_it_embeds(tmp_path):
+    """Tatoeba for every model: a multienc model on the languages it has an encoder for (English among them),
+    a LaBSE model on every configured one, a Bi-Sent2Vec model on its pair's other side."""
+    cfg = config.load(REPO / "config" / "compare.yaml")
+    cfg["evaluation"]["tatoeba"]["languages"] = ["fra", "ces", "rus"]
+    plan = Plan(cfg)
+    assert plan.model_tatoeba_languages("sd_bilstm_all") == ["fra", "ces"]
+    assert plan.model_tatoeba_languages("sd_lstm_1to1") == ["fra"]  # no encoder for its fixed target ces
+    assert plan.model_tatoeba_languages("labse_ams") == ["fra", "ces", "rus"]
+    b2v = [name for name, m in plan.models.items() if m["family"] == "bisent2vec"]
+    assert all(plan.model_tatoeba_languages(n) == [l for l in ("fra",) if l in plan.models[n]["pair"]] for n in b2v)

@@ -178,11 +178,21 @@ def test_schwenk_douze_tables_and_curves(families):
 
 
 def test_every_model_through_every_task(families):
-    """Issue 27: the four families through the paper tasks of the toy fixtures (BUCC, XNLI, MLDoc, WMT), one
-    comparison table per task with a column group per model, each scored on the languages it embeds."""
+    """Issue 27: the four families through the tasks of the toy fixtures (Tatoeba, UN, BUCC, XNLI, MLDoc,
+    WMT), one comparison table per task with a column group per model, each scored on the languages it embeds."""
     workdir, _ = families
     tables = workdir / "results" / "tables" / "toy_compare"
     every = ["base", "toy_last", "toy_all", "toy_labse", "toy_b2v"]
+    tatoeba = {r["row"]: r for r in csv.DictReader(open(tables / "compare_tatoeba.csv", encoding="utf-8"))}
+    assert list(tatoeba) == ["fra", "spa"]
+    for name in every:  # LASER's per-language scores, the others' retrieval (multienc with its BPE codes)
+        assert 0 <= float(tatoeba["fra"][name]) <= 100 and 0 <= float(tatoeba["fra"][f"{name} init"]) <= 100
+    assert tatoeba["spa"]["toy_b2v"] == "" and 0 <= float(tatoeba["spa"]["TF-IDF"]) <= 100
+    un = {r["row"]: r for r in csv.DictReader(open(tables / "compare_un.csv", encoding="utf-8"))}
+    assert list(un) == ["spa", "fra", "rus", "cmn"]
+    assert all(0 <= float(un[lang][name]) <= 100 for lang in un for name in ("base", "toy_all", "toy_labse"))
+    assert un["cmn"]["toy_last"] == "" and un["rus"]["toy_last"] != ""  # a 1:1 system: its sources' encoders
+    assert [lang for lang in un if un[lang]["toy_b2v"]] == ["fra"]
     wmt = {r["row"]: r for r in csv.DictReader(open(tables / "compare_wmt.csv", encoding="utf-8"))}
     assert list(wmt) == ["eng-spa", "spa-eng", "average"]
     for name in ("base", "toy_all", "toy_labse"):  # toy_b2v is en-fr: no second WMT language
@@ -244,7 +254,7 @@ def test_family_configs_dry_run(config, trained, tmp_path):
     counts = _job_counts(out)
     assert {k: counts.get(k) for k in trained} == trained
     if "labse_2020" in config:  # the UN test set (Table 2's UN columns) and every Tatoeba language
-        assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("labse_un") == 8
+        assert "filename=UNv1.0.testsets.tar.gz" in out and counts.get("model_un") == 4
         assert counts.get("download_tatoeba_test") == 224
     elif "bisent2vec_2019" in config:  # the OPUS pairs, the MUSE dictionaries, Europarl (no ru), Tatoeba
         assert "https://object.pouta.csc.fi/OPUS-ParaCrawl/v4/moses/en-fr.txt.zip" in out

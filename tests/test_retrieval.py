@@ -19,7 +19,8 @@ def test_tfidf_retrieval_counts_misses(tmp_path):
     fra = _write(tmp_path / "fra", ["the red house", "a blue car", "green trees grow"])  # identical: no miss
     xxx = _write(tmp_path / "xxx", ["a blue car", "the red house", "green trees grow"])  # two swapped: 2 misses
     got = retrieval_errors(["fra", "xxx"], [fra, xxx], [eng, eng])
-    assert got == {"fra": {"error": 0.0, "n": 3}, "xxx": {"error": pytest.approx(200 / 3), "n": 3}}
+    assert got == {"fra": {"error": 0.0, "en_xx_error": 0.0, "n": 3},
+                   "xxx": {"error": pytest.approx(200 / 3), "en_xx_error": pytest.approx(200 / 3), "n": 3}}
     out = tmp_path / "out.json"
     assert main(["retrieval", "--task", "un", "--tfidf", "--langs", "xxx", "--xx", str(xxx), "--eng", str(eng),
                  "--output", str(out)]) in (0, None)

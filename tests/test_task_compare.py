@@ -61,5 +61,43 @@ def test_bucc_xnli_mldoc_values(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "x.csv", encoding="utf-8")))
     assert [(r["row"], r["m"]) for r in rows] == [("eng", "70.0"), ("spa", "")]
     assert "higher is better" in (tmp_path / "x.md").read_text(encoding="utf-8")
-    with pytest.raises(ValueError, match="no comparison table for task 'tatoeba'"):
-        task_compare.task_values("tatoeba", [])
+    with pytest.raises(ValueError, match="no comparison table for task 'europarl'"):
+        task_compare.task_values("europarl", [])
+
+
+def _laser_tatoeba(lang, en_xx, xx_en, init):
+    return {"language": lang, "test_sentences": 100, "en_xx_error": en_xx, "xx_en_error": xx_en,
+            "init": {"en_xx_error": init, "xx_en_error": init}, "tfidf": {"en_xx_error": 1.0, "xx_en_error": 1.0}}
+
+
+def _retrieval(results):
+    return {"task": "tatoeba", "direction": "xx->eng", "encoder": "e.pt",
+            "results": {lang: {"error": xx_en, "en_xx_error": en_xx, "n": 100} for lang, (en_xx, xx_en) in results.items()}}
+
+
+def test_tatoeba_table_reads_laser_and_retrieval_scores_both_directions(tmp_path):
+    """LASER's per-language files (model and init in one) and the retrieval files of the other families
+    (model and init apart, TF-IDF alike) give one cell per model and language: the mean of the two directions."""
+    fra = _write(tmp_path / "fra.json", _laser_tatoeba("fra", 10.0, 20.0, 90.0))
+    spa = _write(tmp_path / "spa.json", _laser_tatoeba("spa", 30.0, 50.0, 80.0))
+    labse = _write(tmp_path / "labse.json", _retrieval({"fra": (5.0, 7.0)}))
+    labse_init = _write(tmp_path / "labse_init.json", _retrieval({"fra": (99.0, 97.0)}))
+    tfidf = _write(tmp_path / "tfidf.json", _retrieval({"fra": (60.0, 70.0), "spa": (40.0, 42.0)}))
+    models = [{"name": "base", "family": "laser", "description": "d", "scores": [fra, spa], "init": [fra, spa],
+               "skipped": ""},
+              {"name": "lab", "family": "labse", "description": "d", "scores": [labse], "init": [labse_init],
+               "skipped": ""}]
+    task_compare.write_task_comparison(tmp_path / "t.md", tmp_path / "t.csv", task="tatoeba", run_name="r",
+                                       langs=["fra", "spa"], models=models, tfidf_path=tfidf)
+    rows = {r["row"]: r for r in csv.DictReader(open(tmp_path / "t.csv", encoding="utf-8"))}
+    assert rows["fra"]["base"] == "15.0" and rows["fra"]["base init"] == "90.0" and rows["spa"]["base"] == "40.0"
+    assert rows["fra"]["lab"] == "6.0" and rows["fra"]["lab init"] == "98.0" and rows["spa"]["lab"] == ""
+    assert rows["fra"]["TF-IDF"] == "65.0" and rows["spa"]["TF-IDF"] == "41.0"
+    old = _write(tmp_path / "old.json", {"task": "tatoeba", "encoder": "x.pt", "results": {"fra": {"error": 1.0, "n": 9}}})
+    with pytest.raises(ValueError, match="older laser-repro: delete it"):
+        task_compare.task_values("tatoeba", [json.loads(open(old).read())])
+
+
+def test_un_cells_are_p_at_1(tmp_path):
+    doc = _retrieval({"spa": (10.0, 12.5), "fra": (0.0, 40.0)})
+    assert task_compare.task_values("un", [doc]) == {"spa": 87.5, "fra": 60.0}

@@ -245,8 +245,11 @@ def labse_tatoeba_languages():
 
 
 def family_tatoeba_languages():
-    """The Tatoeba languages any model of `models` is scored on (the TF-IDF baseline's)."""
-    langs = {lang for name in [*LABSE, *BISENT2VEC] for lang in PLAN.model_tatoeba_languages(name)}
+    """The Tatoeba languages of the TF-IDF baseline beside the models of `models` (tatoeba_tfidf): those any
+    of them is scored on; every configured one when the Tatoeba comparison table has them all (LASER's)."""
+    if "tatoeba" in compared_tasks():
+        return list(PLAN.tatoeba_languages)
+    langs = {lang for name in FAMILY_MODELS for lang in PLAN.model_tatoeba_languages(name)}
     return [lang for lang in PLAN.tatoeba_languages if lang in langs]
 
 

@@ -69,7 +69,7 @@ rule reproduces_table:
 rule compare_task:
     input:
         scores=lambda w: [p for m in task_models_spec(w.task) for p in (*m["scores"], *m["init"])],
-        tfidf=lambda w: [f"{RUN}/eval/wmt/tfidf_scores.json"] if w.task == "wmt" else [],
+        tfidf=lambda w: [TASK_TFIDF[w.task]] if w.task in TASK_TFIDF else [],
     output:
         md="results/tables/{run}/compare_{task}.md",
         csv=report("results/tables/{run}/compare_{task}.csv", category="Model comparison", caption="../report/table.rst"),

@@ -71,7 +71,7 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
 # BPE codes; LaBSE, Bi-Sent2Vec: the vocabulary in the encoder file), lowercased as its data is.
 rule model_eval_embed:
     input:
-        unpack(eval_codes),
+        unpack(lambda w: model_codes(w.variant)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
     output:
@@ -83,7 +83,7 @@ rule model_eval_embed:
         name="[A-Za-z0-9_-]+",
         variant=alternatives(FAMILY_MODELS),
     params:
-        codes=eval_codes_arg,
+        codes=lambda w, input: model_codes_arg(w.variant, input),
         lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
     threads: eval_threads
     conda:
@@ -97,7 +97,7 @@ rule model_eval_embed:
 # hypotheses, a BUCC split's two sides (the other texts: eval_embed, model_eval_embed, one by one).
 rule eval_embed_nli:
     input:
-        unpack(eval_codes),
+        unpack(lambda w: model_codes(w.variant)),
         first="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
         second="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
@@ -111,7 +111,7 @@ rule eval_embed_nli:
         variant=alternatives(EVAL_MODELS),
     params:
         langs=lambda w: [w.lang, w.lang],
-        codes=eval_codes_arg,
+        codes=lambda w, input: model_codes_arg(w.variant, input),
         lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
         max_tokens=lambda w: eval_max_tokens_arg(w.variant),
     threads: eval_threads
@@ -126,7 +126,7 @@ rule eval_embed_nli:
 
 use rule eval_embed_nli as eval_embed_bucc with:
     input:
-        unpack(eval_codes),
+        unpack(lambda w: model_codes(w.variant)),
         first="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
         second="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
@@ -141,7 +141,7 @@ use rule eval_embed_nli as eval_embed_bucc with:
         variant=alternatives(EVAL_MODELS),
     params:
         langs=lambda w: [w.xx, "eng"],
-        codes=eval_codes_arg,
+        codes=lambda w, input: model_codes_arg(w.variant, input),
         lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
         max_tokens=lambda w: eval_max_tokens_arg(w.variant),
 
@@ -152,7 +152,7 @@ ruleorder: eval_embed_nli > eval_embed_bucc > model_eval_embed
 
 use rule model_eval_embed as model_eval_embed_init with:
     input:
-        unpack(eval_codes),
+        unpack(lambda w: model_codes(w.variant)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder_init.pt",
     output:

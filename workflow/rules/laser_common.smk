@@ -226,8 +226,8 @@ def eval_threads(w):
 
 
 def configured_task_languages(task):
-    """A task's languages as configured: BUCC's xx (each paired with English), the test languages of XNLI
-    and MLDoc (English included), WMT's present in the test set."""
+    """A task's languages as configured: Tatoeba's, UN's and BUCC's xx (each paired with English), the test
+    languages of XNLI and MLDoc (English included), WMT's present in the test set."""
     return wmt_languages() if task == "wmt" else list(EVAL[task]["languages"])
 
 
@@ -239,6 +239,8 @@ def task_languages(task, name):
     langs = configured_task_languages(task)
     if name in VARIANTS:
         return langs
+    if task == "tatoeba":
+        return PLAN.model_tatoeba_languages(name)
     own = set(PLAN.encoder_languages(name))
     kept = [lang for lang in langs if lang in own]
     if "eng" not in own or (task == "wmt" and len(kept) < 2) or not kept:
@@ -255,20 +257,20 @@ def task_skip_reason(task, name):
             f"{', '.join(own)}")
 
 
-def eval_codes(w):
-    """The BPE codes any model applies to raw text: LASER's joint codes, a multienc model's N-way data's
-    (its bpe directory); none for LaBSE and Bi-Sent2Vec (their vocabulary is in the encoder file)."""
-    if w.variant in VARIANTS:
+def model_codes(name):
+    """The BPE codes a model applies to raw text, as an input: LASER's joint codes, a multienc model's N-way
+    data's (its bpe directory); none for LaBSE and Bi-Sent2Vec (their vocabulary is in the encoder file)."""
+    if name in VARIANTS:
         return {"codes": f"{RUN}/bpe/codes"}
-    m = FAMILY_MODELS[w.variant]
+    m = FAMILY_MODELS[name]
     return {"codes": f"{RUN}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
 
 
-def eval_codes_arg(w, input):
-    """--codes of `laser-repro embed` for the inputs of eval_codes."""
+def model_codes_arg(name, input):
+    """--codes of `laser-repro embed` / `retrieval` for the inputs of model_codes."""
     if "codes" not in input.keys():
         return ""
-    return shlex.join(["--codes", input.codes if w.variant in VARIANTS else os.path.join(input.codes, "codes")])
+    return shlex.join(["--codes", input.codes if name in VARIANTS else os.path.join(input.codes, "codes")])
 
 
 def eval_lowercase(name):
@@ -280,7 +282,10 @@ def eval_max_tokens_arg(name):
     return f"--max-tokens {int(CFG['embed']['max_tokens'])}" if name in VARIANTS else ""
 
 
-TASK_COMPARISONS = ["bucc", "xnli", "mldoc", "wmt"]
+TASK_COMPARISONS = ["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt"]
+TASKS_WITH_INIT = ("tatoeba", "un", "wmt")  # the tasks that score each model at update 0 too
+TASK_TFIDF = {"tatoeba": f"{RUN}/tatoeba_tfidf.json", "un": f"{RUN}/un_tfidf.json",
+              "wmt": f"{RUN}/eval/wmt/tfidf_scores.json"}
 
 
 def task_compared_models():
@@ -293,10 +298,17 @@ def compared_tasks():
 
 
 def task_score_files(task, name, init=False):
-    """A model's score files of a task (none when it embeds none of its languages); init: at update 0 (WMT)."""
+    """A model's score files of a task (none when it embeds none of its languages); init: at update 0
+    (Tatoeba, WMT; a LASER model's Tatoeba scores hold both, one file per language)."""
     langs = task_languages(task, name)
     if not langs:
         return []
+    if task == "tatoeba":
+        if name in VARIANTS:
+            return [f"{RUN}/tatoeba/{name}/scores/{lang}.json" for lang in langs]
+        return [f"{RUN}/models/{name}/tatoeba_{'encoder_init' if init else 'encoder'}.json"]
+    if task == "un":
+        return [f"{RUN}/models/{name}/un_{'encoder_init' if init else 'encoder'}.json"]
     if task == "bucc":
         return [f"{RUN}/eval/bucc/{name}/scores/{xx}.json" for xx in langs]
     return [f"{RUN}/eval/{task}/{name}/{'init_scores' if init else 'scores'}.json"]
@@ -310,7 +322,7 @@ def task_models_spec(task):
         description = CFG["laser"]["description"] if family == "laser" else FAMILY_MODELS[name].get("description", name)
         out.append({"name": name, "family": family, "description": description,
                     "scores": task_score_files(task, name),
-                    "init": task_score_files(task, name, init=True) if task == "wmt" else [],
+                    "init": task_score_files(task, name, init=True) if task in TASKS_WITH_INIT else [],
                     "skipped": "" if family == "laser" else task_skip_reason(task, name)})
     return out
 

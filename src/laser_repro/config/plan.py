@@ -317,11 +317,13 @@ class Plan:
 
     def model_tatoeba_languages(self, name: str) -> list[str]:
         """The Tatoeba languages (xx of the xx-eng test sets) a model of `models` is scored on: every one
-        for a LaBSE model (one encoder for all), the non-English language of its pair for Bi-Sent2Vec."""
-        m = self.models[name]
-        if m["family"] == "bisent2vec":
-            return [lang for lang in self.tatoeba_languages if "eng" in m["pair"] and lang in m["pair"] and lang != "eng"]
-        return list(self.tatoeba_languages)
+        for a LaBSE model (one encoder for all, whatever its training languages); for the others those it
+        has an encoder for (a multienc model's, a Bi-Sent2Vec pair's non-English side), none without one
+        for English."""
+        if self.models[name]["family"] == "labse":
+            return list(self.tatoeba_languages)
+        own = set(self.encoder_languages(name))
+        return [lang for lang in self.tatoeba_languages if lang in own and lang != "eng"] if "eng" in own else []
 
     @cached_property
     def sacrebleu_corpora(self) -> dict[str, dict]:

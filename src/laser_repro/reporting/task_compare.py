@@ -1,10 +1,12 @@
 """One table per evaluation task comparing the models of a run, of any family, on the same sentences:
 one row per language (WMT: per ordered language pair, then the average), one column group per model --
-ours, and the model at update 0 where the task scores it (WMT) -- beside the task's non-learned baseline
-where it has one (WMT: character n-gram TF-IDF). A model without an encoder for a task's languages has
+ours, and the model at update 0 where the task scores it (Tatoeba, UN, WMT) -- beside the task's non-learned
+baseline where it has one (Tatoeba, UN, WMT: character n-gram TF-IDF). A model without an encoder for a task's languages has
 no column but a line saying why; a model that embeds only some of them has its cells there (n/a elsewhere).
 
-Inputs, per task, as the task's own rules write them: WMT ``wmt-similarity`` scores (``pairs``,
+Inputs, per task, as the task's own rules write them: Tatoeba scores of a LASER model (``tatoeba``: one
+file per language, ``en_xx_error``, ``xx_en_error``, ``init``) or of another family and TF-IDF
+(``retrieval``: ``results``: language -> ``error`` (xx -> eng), ``en_xx_error``), UN ``retrieval`` scores, WMT ``wmt-similarity`` scores (``pairs``,
 ``average_error``), BUCC ``bucc-evaluate`` scores (one file per language: ``language``, ``f1``), XNLI and
 MLDoc classifier scores (``test_accuracy``: language -> accuracy %).
 """
@@ -17,18 +19,49 @@ from laser_repro.core.textio import read_json
 
 #: task -> (what a cell is, whether lower is better)
 MEASURES = {
+    "tatoeba": ("similarity error (%) on the Tatoeba test set, the mean of xx → eng and eng → xx (LASER's Table 1 "
+                "measure)", True),
+    "un": ("P@1 (%) of UN retrieval, each sentence's English translation the nearest of all English sentences "
+           "(LaBSE's Table 2 measure, xx → eng)", False),
     "wmt": ("similarity error (%), each source sentence's nearest target sentence is not its translation", True),
     "bucc": ("F1 (%) of the mined pairs on the BUCC 2018 training set, at the F1-optimal margin threshold", False),
     "xnli": ("accuracy (%) of the classifier trained on English MultiNLI embeddings", False),
     "mldoc": ("accuracy (%) of the classifier trained on English MLDoc embeddings", False),
 }
-TASK_NAMES = {"wmt": "WMT similarity", "bucc": "BUCC 2018 mining", "xnli": "XNLI", "mldoc": "MLDoc"}
+TASK_NAMES = {"tatoeba": "Tatoeba similarity", "un": "UN retrieval", "wmt": "WMT similarity", "bucc": "BUCC 2018 mining", "xnli": "XNLI", "mldoc": "MLDoc"}
 AVERAGE = "average"
 
 
-def task_values(task: str, docs: Sequence[Mapping]) -> dict[str, float]:
+def _both_directions(scores: Mapping, where: str) -> float:
+    if scores.get("en_xx_error") is None or scores.get("xx_en_error") is None:
+        raise ValueError(f"{where} has no error of both directions (written by an older laser-repro: delete it "
+                         f"and rerun)")
+    return (float(scores["en_xx_error"]) + float(scores["xx_en_error"])) / 2
+
+
+def tatoeba_values(docs: Sequence[Mapping], init: bool = False) -> dict[str, float]:
+    """language -> mean error of the two directions, from LASER's per-language ``tatoeba`` scores (``init``:
+    their update-0 scores) or the languages of a ``retrieval`` document (init: a document of its own)."""
+    out = {}
+    for doc in docs:
+        if "results" in doc:
+            for lang, r in doc["results"].items():
+                out[lang] = _both_directions({"xx_en_error": r.get("error"), "en_xx_error": r.get("en_xx_error")},
+                                             f"the {lang} scores of {doc.get('encoder', 'a retrieval file')}")
+        else:
+            scores = doc.get("init") if init else doc
+            out[doc["language"]] = _both_directions(scores or {}, f"the Tatoeba {doc['language']} scores")
+    return out
+
+
+def task_values(task: str, docs: Sequence[Mapping], init: bool = False) -> dict[str, float]:
     """row key -> value of one model's (or the baseline's) scores of ``task``: ``src-trg`` pairs and
-    ``average`` for WMT, languages otherwise. ``docs``: the task's score documents (BUCC: one per language)."""
+    ``average`` for WMT, languages otherwise. ``docs``: the task's score documents (BUCC and a LASER model's
+    Tatoeba: one per language); ``init``: the update-0 scores of a document that holds both (Tatoeba)."""
+    if task == "tatoeba":
+        return tatoeba_values(docs, init)
+    if task == "un":
+        return {lang: 100.0 - float(r["error"]) for doc in docs for lang, r in doc["results"].items()}
     if task == "wmt":
         [doc] = docs
         out = {f"{p['src']}-{p['trg']}": float(p["error"]) for p in doc["pairs"]}
@@ -93,7 +126,7 @@ def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs:
             notes.append(f"{m['name']} ({m['family']}): not scored: {m['skipped']}.")
             continue
         values = task_values(task, [read_json(p) for p in m["scores"]])
-        init = task_values(task, [read_json(p) for p in m["init"]]) if m.get("init") else None
+        init = task_values(task, [read_json(p) for p in m["init"]], init=True) if m.get("init") else None
         scored.append({**m, "values": values, "init": init})
     tfidf = task_values(task, [read_json(tfidf_path)]) if tfidf_path else None
     rows = compare_rows(task, langs, scored, tfidf)
@@ -132,7 +165,7 @@ def add_cli(sub) -> None:
     s.add_argument("--languages", nargs="+", required=True, help="the task's languages, in table order")
     s.add_argument("--models", required=True,
                    help='JSON list of {"name", "family", "description", "scores": [paths], "init": [paths], "skipped"}')
-    s.add_argument("--tfidf", help="the task's TF-IDF baseline scores (WMT)")
+    s.add_argument("--tfidf", help="the task's TF-IDF baseline scores (Tatoeba, UN, WMT)")
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
     s.set_defaults(func=cmd_compare_task)

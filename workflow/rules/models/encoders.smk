@@ -1,6 +1,8 @@
 # What every model of `models` (any family but LASER) goes through after training: the encoder file, the
 # model at update 0 (the random-init baseline), the similarity error of Algorithm 1 on the held-out lines
-# of its N-way data (the model and update 0), and the learning-curve figure beside the TF-IDF baseline.
+# of its N-way data (the model and update 0), and the learning-curve figure beside the TF-IDF baseline;
+# Tatoeba retrieval (LASER's: tatoeba.smk) and UN retrieval (every model, LASER's too), each model with
+# its update 0 in one job, beside TF-IDF on the same sentences.
 rule model_export:
     input:
         "results/{run}/models/{model}/checkpoint_final.pt",
@@ -70,30 +72,34 @@ rule model_curves_plot:
                " --family {params.family:q} --output {output:q}")
 
 
-rule model_tatoeba:  # xx -> eng retrieval on the Tatoeba test set (LaBSE, Bi-Sent2Vec): the model and update 0
+rule model_tatoeba:  # xx <-> eng retrieval on the Tatoeba test set, any family but LASER's (tatoeba.smk): the model and update 0
     input:
-        encoder="results/{run}/models/{model}/{encoder}.pt",
+        unpack(lambda w: model_codes(w.model)),
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
         xx=lambda w: [tatoeba_test_file(lang, lang) for lang in PLAN.model_tatoeba_languages(w.model)],
         eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in PLAN.model_tatoeba_languages(w.model)],
     output:
-        "results/{run}/models/{model}/tatoeba_{encoder}.json",
+        model="results/{run}/models/{model}/tatoeba_encoder.json",
+        init="results/{run}/models/{model}/tatoeba_encoder_init.json",
     log:
-        "results/{run}/logs/{model}/tatoeba_{encoder}.log",
+        "results/{run}/logs/{model}/tatoeba.log",
     wildcard_constraints:
-        model=alternatives([*LABSE, *BISENT2VEC]),
-        encoder="encoder|encoder_init",
+        model=alternatives(FAMILY_MODELS),
     params:
         langs=lambda w: PLAN.model_tatoeba_languages(w.model),
-        keep_case=lambda w: "" if NWAY[FAMILY_MODELS[w.model]["data"]]["lowercase"] else "--keep-case",
+        keep_case=lambda w: "" if eval_lowercase(w.model) else "--keep-case",
+        codes=lambda w, input: model_codes_arg(w.model, input),
     threads: 2
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} --langs {params.langs:q}"
-               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
+        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} {input.init:q} {params.codes}"
+               " --langs {params.langs:q} --xx {input.xx:q} --eng {input.eng:q} {params.keep_case}"
+               " --threads {threads} --output {output.model:q} {output.init:q}")
 
 
-rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (every language a model is scored on)
+rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (family_tatoeba_languages)
     input:
         xx=lambda w: [tatoeba_test_file(lang, lang) for lang in family_tatoeba_languages()],
         eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in family_tatoeba_languages()],
@@ -107,4 +113,48 @@ rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (e
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+               " --eng {input.eng:q} --output {output:q}")
+
+
+rule model_un:  # UN retrieval (LaBSE's P@1 = 100 - error) of any model: each sentence's English translation among all English ones
+    input:
+        unpack(lambda w: model_codes(w.model)),
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
+        xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in task_languages("un", w.model)],
+        eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in task_languages("un", w.model)],
+    output:
+        model="results/{run}/models/{model}/un_encoder.json",
+        init="results/{run}/models/{model}/un_encoder_init.json",
+    log:
+        "results/{run}/logs/{model}/un.log",
+    wildcard_constraints:
+        model=alternatives(EVAL_MODELS),
+    params:
+        langs=lambda w: task_languages("un", w.model),
+        keep_case=lambda w: "" if eval_lowercase(w.model) else "--keep-case",
+        codes=lambda w, input: model_codes_arg(w.model, input),
+    threads: 2
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task un --encoder {input.encoder:q} {input.init:q} {params.codes}"
+               " --langs {params.langs:q} --xx {input.xx:q} --eng {input.eng:q} {params.keep_case}"
+               " --threads {threads} --output {output.model:q} {output.init:q}")
+
+
+rule un_tfidf:  # the non-learned baseline on the same UN sentences
+    input:
+        xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in EVAL["un"]["languages"]],
+        eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in EVAL["un"]["languages"]],
+    output:
+        "results/{run}/un_tfidf.json",
+    log:
+        "results/{run}/logs/un_tfidf.log",
+    params:
+        langs=lambda w: list(EVAL["un"]["languages"]),
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro retrieval --task un --tfidf --langs {params.langs:q} --xx {input.xx:q}"
                " --eng {input.eng:q} --output {output:q}")

@@ -1,9 +1,9 @@
 # Family labse (Feng et al. 2020): a WordPiece vocabulary learned on the N-way training lines (language
 # smoothing), optional MLM + TLM pre-training (shared by the models that pre-train alike), the dual
 # encoder with the bidirectional additive-margin loss -- both stages through the shared launcher
-# (torchrun / srun, preemption, resume with the fingerprint check); UN P@1 (evaluation.un) of the model,
-# the model at update 0 and TF-IDF on the same sentences (Tatoeba: model_tatoeba, encoders.smk); the
-# paper's Table 2.
+# (torchrun / srun, preemption, resume with the fingerprint check); the paper's Table 2 from the UN P@1
+# and Tatoeba retrieval of each model, the model at update 0 and TF-IDF on the same sentences (model_un,
+# model_tatoeba: encoders.smk).
 rule labse_vocab:
     input:
         lambda w: [f"{RUN}/nway/{w.data}/tok/train.{lang}" for lang in NWAY[w.data]["languages"]],
@@ -97,46 +97,6 @@ rule labse_train:
                keys=["models", "nway_data"])
 
 
-rule labse_un:  # UN retrieval P@1 (= 100 - error): each sentence's English translation among all English ones
-    input:
-        encoder="results/{run}/models/{model}/{encoder}.pt",
-        xx=lambda w: [local_corpus_file(labse_un()["corpus"], lang) for lang in labse_un()["languages"]],
-        eng=lambda w: [local_corpus_file(labse_un()["corpus"], "eng") for _ in labse_un()["languages"]],
-    output:
-        "results/{run}/models/{model}/un_{encoder}.json",
-    log:
-        "results/{run}/logs/{model}/un_{encoder}.log",
-    wildcard_constraints:
-        model=alternatives(LABSE),
-        encoder="encoder|encoder_init",
-    params:
-        langs=lambda w: list(labse_un()["languages"]),
-        keep_case=lambda w: "" if NWAY[LABSE[w.model]["data"]]["lowercase"] else "--keep-case",
-    threads: 2
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro retrieval --task un --encoder {input.encoder:q} --langs {params.langs:q}"
-               " --xx {input.xx:q} --eng {input.eng:q} {params.keep_case} --threads {threads} --output {output:q}")
-
-
-rule labse_un_tfidf:
-    input:
-        xx=lambda w: [local_corpus_file(labse_un()["corpus"], lang) for lang in labse_un()["languages"]],
-        eng=lambda w: [local_corpus_file(labse_un()["corpus"], "eng") for _ in labse_un()["languages"]],
-    output:
-        "results/{run}/labse_un_tfidf.json",
-    log:
-        "results/{run}/logs/labse_un_tfidf.log",
-    params:
-        langs=lambda w: list(labse_un()["languages"]),
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro retrieval --task un --tfidf --langs {params.langs:q} --xx {input.xx:q}"
-               " --eng {input.eng:q} --output {output:q}")
-
-
 rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
     input:
         tatoeba=lambda w: [f"{RUN}/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
@@ -144,7 +104,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
         tfidf=lambda w: [f"{RUN}/tatoeba_tfidf.json"] if labse_tatoeba_languages() else [],
         un=lambda w: [f"{RUN}/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_un() else [],
-        un_tfidf=lambda w: [f"{RUN}/labse_un_tfidf.json"] if labse_un() else [],
+        un_tfidf=lambda w: [f"{RUN}/un_tfidf.json"] if labse_un() else [],
         records=lambda w: [model_record_file(name) for name in LABSE],
     output:
         md="results/tables/{run}/labse_2020/table2.md",
