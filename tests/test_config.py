@@ -348,7 +348,7 @@ def test_resolve_spreads_the_laser_entries_where_the_stages_read_them():
     plan = config.Plan(cfg)
     resolved = plan.config
     assert resolved["laser"] == {"name": "base", "data": "toy", "description": "base",
-                                 "corpora": [c["name"] for c in cfg["corpora"]]}
+                                 "corpora": [c["name"] for c in cfg["corpora"]], "others": {}}
     assert resolved["model"] == cfg["models"]["base"]["model"] and resolved["targets"] == ["eng", "spa"]
     assert resolved["bpe"] == cfg["bitext_data"]["toy"]["bpe"] and "base" not in resolved["models"]
     assert plan.laser_name == "base" and list(plan.variants)[0] == "base"
@@ -369,8 +369,16 @@ def test_laser_model_may_have_any_name_and_its_corpora_are_chosen():
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda c: c["models"].update(second={**c["models"]["base"]}),
-     "models.second: a second LASER model (after 'base'): one LASER model per run"),
+    (lambda c: c["models"].update(second={k: v for k, v in c["models"]["base"].items() if k != "ablations"}),
+     "models.second.embed: the LASER models of a run embed with the first one's settings (models.base.embed)"),
+    (lambda c: c["models"].update(second={k: v for k, v in c["models"]["base"].items() if k != "embed"}),
+     "models.second.ablations: the ablations (Tables 5-7) vary the run's first LASER model"),
+    (lambda c: c["models"].update(second={"family": "laser", "data": "toy", "model": c["models"]["base"]["model"],
+                                          "train": {**c["models"]["base"]["train"], "gpus": 2}}),
+     "models.second.train.gpus: 2, but models.base.train.gpus is 0"),
+    (lambda c: c["models"].update(second={"family": "laser", "data": "toy", "model": c["models"]["base"]["model"],
+                                          "train": {**c["models"]["base"]["train"], "tokens_per_update": 7}}),
+     "models.second.train.tokens_per_update=7 but max_tokens"),
     (lambda c: c["bitext_data"].update(other={**c["bitext_data"]["toy"]}),
      "bitext_data.other: a second bitext_data entry (after 'toy'): one per run"),
     (lambda c: c["models"]["base"].update(data="nope"), "models.base.data: 'nope' is not a bitext_data entry (toy)"),
@@ -383,6 +391,28 @@ def test_laser_entries_errors_name_the_key(change, message):
     cfg = toy()
     change(cfg)
     assert message in error_of(cfg)
+
+
+def test_several_laser_models_share_the_bitext_data():
+    """Issue 27: LASER models after the first train on the same bitext_data entry with their own model and
+    train sections (the first's embedding settings, no ablations of their own): variants of the run with
+    their own training settings and seed replicates, in the comparisons beside the first."""
+    cfg = toy()
+    base = cfg["models"]["base"]
+    cfg["seeds"] = [base["train"]["seed"], 7]
+    cfg["models"]["wide"] = {"family": "laser", "data": "toy", "description": "a wider encoder",
+                             "model": {**base["model"], "encoder_hidden_size": 2 * base["model"]["encoder_hidden_size"]},
+                             "train": {**base["train"], "lr": 0.01}}
+    plan = config.Plan(config.validate(cfg))
+    assert plan.laser_models == ["base", "wide"] and plan.laser_name == "base"
+    assert plan.family("wide") == "laser" and plan.laser_description("wide") == "a wider encoder"
+    wide = plan.variants["wide"]
+    assert dict(wide.model)["encoder_hidden_size"] == 2 * base["model"]["encoder_hidden_size"]
+    assert wide.pairs == plan.base.pairs and wide.identity != plan.base.identity
+    assert plan.variant_train("wide")["lr"] == 0.01 and plan.variant_train("base")["lr"] == base["train"]["lr"]
+    assert plan.variant_train("wide.seed7")["seed"] == 7 and plan.variant_train("wide.seed7")["lr"] == 0.01
+    assert plan.seed_runs("wide") == {base["train"]["seed"]: "wide", 7: "wide.seed7"}
+    assert "wide" not in plan.ablation_rows.get("depth", []) and "wide" not in plan.config["models"]
 
 
 def test_a_bitext_data_entry_without_a_laser_model_is_an_error():

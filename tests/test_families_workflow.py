@@ -276,6 +276,28 @@ def test_family_configs_dry_run(config, trained, tmp_path):
         assert counts.get("labse_vocab") == 1 and counts.get("labse_tables") == 1 and "laser_train" not in counts
 
 
+def test_a_second_laser_model_on_the_same_data_trains_alone(families, tmp_path):
+    """Issue 27: a second LASER model on the same bitext_data entry, added after a finished run: its own
+    training job (the data stages and the first LASER model are reused), and a column in every comparison."""
+    import yaml
+
+    workdir, args = families
+    cfg = yaml.safe_load(TOY_COMPARE.read_text())
+    base = cfg["models"]["base"]
+    cfg["models"]["wide"] = {"family": "laser", "data": "toy", "description": "wider encoder",
+                             "model": {**base["model"], "encoder_hidden_size": 24}, "train": {**base["train"], "lr": 0.01}}
+    path = tmp_path / "two_laser.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    args = [a if a != str(TOY_COMPARE) else str(path) for a in args]
+    proc = run_snakemake(*args, "compare", "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    counts = _job_counts(out.split("Job stats:", 1)[1])
+    assert counts.get("laser_train") == 1 and "variant=wide" in out and "bpe_learn" not in counts
+    assert counts.get("compare_task") == len(["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt"])
+    assert counts.get("compare_flores") == 1 and "models/wide/checkpoint_final.pt" in out
+
+
 def _changed_config(tmp_path):
     """The toy compare config with one weight-relevant setting changed per family."""
     import yaml

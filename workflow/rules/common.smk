@@ -417,7 +417,7 @@ def compare_columns():
         # the score files of each seed (config `seeds`), this model's first
         by_seed = [heldout_scores_file(r, f) for r in PLAN.seed_replicates(name)]
         if f == "laser":
-            column = out[name] = {"family": f, "description": f"LASER: {CFG['laser']['description']}", "scores": []}
+            column = out[name] = {"family": f, "description": f"LASER: {PLAN.laser_description(name)}", "scores": []}
         elif f == "bisent2vec":
             ngrams = FAMILY_MODELS[name]["model"]["ngrams"]
             label = "uni." if ngrams == 1 else "uni. + bi."

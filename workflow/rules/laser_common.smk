@@ -26,7 +26,7 @@ def train_inputs(w):
 
 def train_settings(name):
     variant = VARIANTS[name]
-    train = CFG["train"] if variant.seed is None else {**CFG["train"], "seed": variant.seed}  # a seed replicate
+    train = PLAN.variant_train(name)  # the base model's, another LASER model's own; a seed replicate's seed
     settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": PLAN.targets,
                 "model": dict(variant.model), "train": train}
     if FLORES:
@@ -289,7 +289,7 @@ TASK_TFIDF = {"tatoeba": f"{RUN}/tatoeba_tfidf.json", "un": f"{RUN}/un_tfidf.jso
 
 
 def task_compared_models():
-    names = ([LASER_NAME] if LASER else []) + PLAN.configured(list(FAMILY_MODELS))
+    names = PLAN.laser_models + PLAN.configured(list(FAMILY_MODELS))
     return names if len(names) > 1 else []
 
 
@@ -319,7 +319,7 @@ def task_models_spec(task):
     out = []
     for name in task_compared_models():
         family = PLAN.family(name)
-        description = CFG["laser"]["description"] if family == "laser" else FAMILY_MODELS[name].get("description", name)
+        description = PLAN.laser_description(name) if family == "laser" else FAMILY_MODELS[name].get("description", name)
         out.append({"name": name, "family": family, "description": description,
                     "scores": task_score_files(task, name),
                     "init": task_score_files(task, name, init=True) if task in TASKS_WITH_INIT else [],

@@ -155,9 +155,9 @@ def estimate(config: dict, *, profile: dict, gpu: Optional[str] = None,
 
     out = []
     if plan.laser:
-        train = plan.config["train"]
         base_pairs = set(plan.base.pairs)
         for name, variant in plan.variants.items():
+            train = plan.variant_train(name)  # another LASER model's own
             figure, notes = pick_throughput("laser", "train", gpu, train.get("precision", "fp32"))
             data = _laser_pairs(results_dir / run_name, variant.pairs)
             n, source = size(name, "laser", "pairs", data)

@@ -16,17 +16,19 @@ from laser_repro.models.training_guard import without_default_precision
 
 @dataclass(frozen=True)
 class Variant:
-    """One trained model: the base model or an ablation variant (paper section 5)."""
+    """One trained LASER model: the run's first LASER model (the base), an ablation variant of it (paper
+    section 5), or another LASER model of `models` on the same bitext_data entry (its own train section)."""
     name: str
     model: tuple  # sorted (key, value) items of the model section
     pairs: tuple[tuple[str, str], ...]
     nli_weight: int = 0
-    seed: int | None = None  # a seed replicate's training seed (None: train.seed)
+    seed: int | None = None  # a seed replicate's training seed (None: its train section's seed)
+    train: tuple = ()  # sorted (key, value) items of another LASER model's train section (): the base model's
 
     @property
     def identity(self) -> tuple:
         """What training depends on: variants with equal identity are the same model."""
-        return (self.model, self.pairs, self.nli_weight, self.seed)
+        return (self.model, self.pairs, self.nli_weight, self.seed, self.train)
 
 
 def replicate_name(name: str, seed: int) -> str:
@@ -101,10 +103,12 @@ def sacrebleu_langpair(corpus: dict, src: str, tgt: str) -> str:
 
 
 def resolve(config: dict) -> dict:
-    """A validated config as the run plan reads it: its LASER model (at most one model of `models` has family
-    laser) and that model's bitext_data entry spread into the sections the LASER stages read (targets, filters,
-    preprocess, bpe, model, train, embed, ablations), ``laser`` naming them ({name, data, description,
-    corpora}: the corpora aligned, by default every corpus), and `models` keeping the other families."""
+    """A validated config as the run plan reads it: its first LASER model (the base: the paper tables and
+    ablations are its) and the bitext_data entry of its LASER models spread into the sections the LASER
+    stages read (targets, filters, preprocess, bpe, model, train, embed, ablations), ``laser`` naming them
+    ({name, data, description, corpora}: the corpora aligned, by default every corpus; ``others``: the
+    other LASER models on the same data, name -> {model, train, description}), and `models` keeping the
+    other families."""
     out = {k: v for k, v in config.items() if k != "bitext_data"}
     out["models"] = {name: m for name, m in config["models"].items() if m["family"] != "laser"}
     laser = [(name, m) for name, m in config["models"].items() if m["family"] == "laser"]
@@ -115,7 +119,9 @@ def resolve(config: dict) -> dict:
     out.update({key: data[key] for key in ("targets", "filters", "preprocess", "bpe")})
     out.update({key: model[key] for key in ("model", "train", "embed", "ablations")})
     out["laser"] = {"name": name, "data": model["data"], "description": model.get("description", name),
-                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]])}
+                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]]),
+                    "others": {other: {"model": m["model"], "train": m["train"],
+                                       "description": m.get("description", other)} for other, m in laser[1:]}}
     return out
 
 
@@ -169,7 +175,7 @@ class Plan:
         replicates (trained like it but for the seed)."""
         out = {}
         for name in self._configured_variants:
-            out.update(dict.fromkeys(self._replicates_of(name, self.config["train"]["seed"]), name))
+            out.update(dict.fromkeys(self._replicates_of(name, self.variant_seed(name)), name))
         for name, m in self.config.get("models", {}).items():
             out.update(dict.fromkeys(self._replicates_of(name, m["train"]["seed"]), name))
         return out
@@ -182,7 +188,8 @@ class Plan:
         """seed -> the trained model of that seed, of a configured model: a LASER variant by its ablation name
         (``layers1`` may be ``base``) or a model of `models`; the configured seed's is the model itself."""
         if name in self.variant_aliases:
-            trained, configured = self.variant_aliases[name], self.config["train"]["seed"]
+            trained = self.variant_aliases[name]
+            configured = self.variant_seed(trained)
         else:
             trained, configured = name, self.config["models"][name]["train"]["seed"]
         return {seed: trained if seed == configured else replicate_name(trained, seed)
@@ -391,15 +398,15 @@ class Plan:
 
     @cached_property
     def compared_models(self) -> dict[str, str]:
-        """name -> family of the models of the FLORES comparison (config/compare.yaml): LASER's base
-        model, then every model of another family validated on flores_eval's held-out lines of the same
-        corpus (the same sentences: the corpus, or the first of a list -- held-out lines count from the
-        start of the concatenation). Empty without a LASER model, flores_eval or other models."""
+        """name -> family of the models of the FLORES comparison (config/compare.yaml): the LASER models,
+        then every model of another family validated on flores_eval's held-out lines of the same corpus (the
+        same sentences: the corpus, or the first of a list -- held-out lines count from the start of the
+        concatenation). Empty without a LASER model, flores_eval or a second model."""
         flores = self.flores_eval
-        if not (self.laser and flores and self.models):
+        if not (self.laser and flores):
             return {}
-        out = {self.laser_name: "laser"}
-        for name, m in self.config["models"].items():
+        out = dict.fromkeys(self.laser_models, "laser")
+        for name, m in self.config.get("models", {}).items():
             data = self.nway_data[m["data"]]
             first = data["corpus"] if isinstance(data["corpus"], str) else data["corpus"][0]
             if first == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
@@ -486,6 +493,33 @@ class Plan:
     def base(self) -> Variant:
         return Variant(self.laser_name, tuple(sorted(self.config["model"].items())), tuple(self.pairs))
 
+    @property
+    def other_laser_models(self) -> dict[str, dict]:
+        """The LASER models after the first, on the same bitext_data entry: name -> {model, train, description}."""
+        return dict(self.config["laser"].get("others", {})) if self.laser else {}
+
+    @property
+    def laser_models(self) -> list[str]:
+        """Every configured LASER model of `models`, the base first (not the ablation variants, no replicates)."""
+        return [self.laser_name, *self.other_laser_models] if self.laser else []
+
+    def laser_description(self, name: str) -> str:
+        """A LASER model's description (an ablation variant's: the base model's)."""
+        other = self.other_laser_models.get(name)
+        return other["description"] if other else self.config["laser"]["description"]
+
+    def variant_train(self, name: str) -> dict:
+        """The train section a LASER variant trains with: its own (another LASER model's) or the base
+        model's, with a seed replicate's seed."""
+        variant = self.variants[name]
+        train = dict(variant.train) if variant.train else dict(self.config["train"])
+        return train if variant.seed is None else {**train, "seed": variant.seed}
+
+    def variant_seed(self, name: str) -> int:
+        """The configured training seed of a configured LASER variant (its train section's)."""
+        variant = self._configured_variants[name]
+        return int(dict(variant.train)["seed"]) if variant.train else int(self.config["train"]["seed"])
+
     def _variant(self, name: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
         merged = {**self.config["model"], **(model or {})}
         return Variant(name, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
@@ -528,15 +562,18 @@ class Plan:
         for rows in self.ablation_rows.values():
             for row in rows:
                 out.setdefault(row.variant.name, row.variant)
+        for name, m in self.other_laser_models.items():
+            out[name] = Variant(name, tuple(sorted(m["model"].items())), tuple(self.pairs),
+                                train=tuple(sorted(m["train"].items())))
         return out
 
     @cached_property
     def variants(self) -> dict[str, Variant]:
-        """Every distinct LASER model to train: the base model first, then the ablation variants, then the
-        seed replicates of each (config `seeds`)."""
+        """Every distinct LASER model to train: the base model first, then the ablation variants, the other
+        LASER models, then the seed replicates of each (config `seeds`)."""
         out = dict(self._configured_variants)
         for name, variant in self._configured_variants.items():
-            for replicate, seed in self._replicates_of(name, self.config["train"]["seed"]).items():
+            for replicate, seed in self._replicates_of(name, self.variant_seed(name)).items():
                 out[replicate] = replace(variant, name=replicate, seed=seed)
         return out
 
@@ -548,6 +585,7 @@ class Plan:
         names = {self.base.name: self.base.name}
         for rows in self.ablation_rows.values():
             names.update({row.name: row.variant.name for row in rows})
+        names.update({name: name for name in self.other_laser_models})
         return names
 
     def nli_settings(self, variant: Variant) -> dict | None:

@@ -276,6 +276,7 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
         problems = _unknown_kind_keys(config, schema)
     _raise_problems(problems, origin, source)
     config = _expand_variants(config, source, origin, schema)
+    _check_other_laser_models(config, source, origin)
     config.setdefault("opus", {})
     _fill_defaults(config, schema, schema)
     _check_laser_entries(config, source, origin)
@@ -378,16 +379,32 @@ def _refuse_top_level_laser(config: dict, source: str, origin: Origin) -> None:
         f"(docs/configurations.md, \"One config shape\"; config/small.yaml is an example)")
 
 
+def _check_other_laser_models(config: dict, source: str, origin: Origin) -> None:
+    """Before defaults: the LASER models after the first share its embedding settings and its ablations
+    are the run's (Tables 5-7 vary the base model): neither is given on them."""
+    laser = [name for name, m in config["models"].items() if m["family"] == "laser"]
+    for name in laser[1:]:
+        for key, why in (("embed", "the LASER models of a run embed with the first one's settings"),
+                         ("ablations", "the ablations (Tables 5-7) vary the run's first LASER model")):
+            if key in config["models"][name]:
+                path = ["models", name, key]
+                raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {why} "
+                                  f"(models.{laser[0]}.{key}); leave it out here")
+
+
 def _check_laser_entries(config: dict, source: str, origin: Origin) -> None:
-    """The LASER models of `models` and the `bitext_data` entries: one of each per run, each data entry used."""
+    """The LASER models of `models` and the `bitext_data` entry they share (one per run, used); the LASER
+    models plan the same GPUs (one resource request for the LASER training rule)."""
     def fail(path: list, message: str):
         raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: {message}")
 
     laser = [name for name, m in config["models"].items() if m["family"] == "laser"]
     data = config.get("bitext_data", {})
     for name in laser[1:]:
-        fail(["models", name], f"a second LASER model (after {laser[0]!r}): one LASER model per run; its "
-                               f"variants (several models on the same bitext_data) are models.{laser[0]}.ablations")
+        gpus, first = config["models"][name]["train"]["gpus"], config["models"][laser[0]]["train"]["gpus"]
+        if gpus != first:
+            fail(["models", name, "train", "gpus"], f"{gpus}, but models.{laser[0]}.train.gpus is {first}: the LASER "
+                                                    f"models of a run train on the same number of GPUs")
     for name in list(data)[1:]:
         fail(["bitext_data", name], f"a second bitext_data entry (after {next(iter(data))!r}): one per run")
     for name in laser:
@@ -563,21 +580,12 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
     if any(w > 0 for w in ablations.get("nli", {}).get("weights", [])) and "xnli" not in evaluation:
         raise ConfigError(f"{source}: {_model_key(config)}.ablations.nli: the NLI multitask trains on MultiNLI; configure evaluation.xnli "
                           "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
-    train = config["train"]
-    if train.get("tokens_per_update") is not None:
-        planned = planned_tokens_per_update({k: v for k, v in train.items() if k != "tokens_per_update"})
-        if train["tokens_per_update"] != planned:
-            raise ConfigError(
-                f"{source}: {_model_key(config)}.train.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x "
-                f"update_freq = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: {_data_key(config)}: no (source, target) pair with source != target")
-    if train.get("early_stopping") and train.get("save_interval_updates"):
-        path = ["models", config["laser"]["name"], "train", "save_interval_updates"]
-        raise ConfigError(f"{(origin or Origin()).locate(path) or source}: {_key_path(path)}: "
-                          f"early_stopping saves every early_stopping.interval_updates updates itself; set only that")
-    if train.get("early_stopping") and not config.get("flores_eval"):
-        raise ConfigError(f"{source}: {_model_key(config)}.train.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
+    trains = {config["laser"]["name"]: config["train"],
+              **{name: m["train"] for name, m in config["laser"].get("others", {}).items()}}
+    for name, train in trains.items():
+        _check_laser_train(train, f"models.{name}.train", config, source, origin or Origin())
     flores = config.get("flores_eval")
     if flores:
         corpus = next((c for c in config["corpora"] if c["name"] == flores["corpus"]), None)
@@ -600,6 +608,23 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
             raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
 
 
+def _check_laser_train(train: dict, key: str, config: dict, source: str, origin: Origin) -> None:
+    """The train section of a LASER model (`key`: its key path): the tokens per update it states, one way to
+    checkpoint, early stopping with its validation lines."""
+    if train.get("tokens_per_update") is not None:
+        planned = planned_tokens_per_update({k: v for k, v in train.items() if k != "tokens_per_update"})
+        if train["tokens_per_update"] != planned:
+            raise ConfigError(
+                f"{source}: {key}.tokens_per_update={train['tokens_per_update']} but max_tokens x max(gpus,1) x "
+                f"update_freq = {train['max_tokens']} x {max(train['gpus'], 1)} x {train['update_freq']} = {planned}")
+    if train.get("early_stopping") and train.get("save_interval_updates"):
+        path = [*key.split("."), "save_interval_updates"]
+        raise ConfigError(f"{origin.locate(path) or source}: {_key_path(path)}: "
+                          f"early_stopping saves every early_stopping.interval_updates updates itself; set only that")
+    if train.get("early_stopping") and not config.get("flores_eval"):
+        raise ConfigError(f"{source}: {key}.early_stopping: validates on the held-out FLORES lines; configure flores_eval")
+
+
 def _check_seeds(config: dict, source: str, origin: Origin) -> None:
     """`seeds`, when it lists two or more: every model's configured seed is one of them (its replicate of
     that seed is the model itself)."""
@@ -608,6 +633,8 @@ def _check_seeds(config: dict, source: str, origin: Origin) -> None:
         return
     configured = ([(["models", config["laser"]["name"], "train", "seed"], config["train"]["seed"])]
                   if "laser" in config else [])
+    configured += [(["models", name, "train", "seed"], m["train"]["seed"])
+                   for name, m in config.get("laser", {}).get("others", {}).items()]
     configured += [(["models", name, "train", "seed"], m["train"]["seed"]) for name, m in config.get("models", {}).items()]
     for path, seed in configured:
         if seed not in seeds:

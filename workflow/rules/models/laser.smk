@@ -68,7 +68,7 @@ rule laser_train:
         logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} {params.curves} --threads {threads}"
                " --launcher {params.launcher:q} --settings {params.config_json}",
-               keys=["model", "train", "targets", "ablations", "flores_eval"])
+               keys=["model", "train", "targets", "ablations", "flores_eval", "laser"])
 
 
 rule laser_export:  # the encoder file names the BPE codes of its data (embed refuses others)
