@@ -23,7 +23,9 @@ def laser_data(cfg: dict) -> dict:
     """The bitext_data entry the config's LASER model trains on (targets, filters, preprocess, bpe)."""
     return cfg["bitext_data"][laser_model(cfg)["data"]]
 sys.path.insert(0, str(REPO / "tests" / "toy"))
-import make_toy_data
+import make_toy_data  # noqa: E402
+
+VENV_BIN = str(Path(sys.executable).parent)
 
 
 @pytest.fixture
@@ -73,3 +75,25 @@ def run_toy(tmp_path_factory, name: str, config: Path, *targets: str) -> ToyRun:
     args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(config),
             "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
     return ToyRun(data_root, workdir, args, run_snakemake(*args, *targets))
+
+
+# ---- DVC on a copy of the repository (tests/test_ablation_workflow.py, tests/test_families_workflow.py) ----
+def dvc(*args, cwd, check=True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), DVC_NO_ANALYTICS="1")
+    proc = subprocess.run([f"{VENV_BIN}/dvc", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=1200, check=False)
+    if check:
+        assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def write_dvc_yaml(project: Path, config: str, snakemake_args: str) -> None:
+    """The project's dvc.yaml for `config` (laser-repro dvc-yaml: the stages' outputs are the config's)."""
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "dvc-yaml", "--configfile", config, "--snakemake-args",
+                           snakemake_args], cwd=project, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.org", *args], cwd=cwd,
+                   check=True, capture_output=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, TOY_CONFIG, run_snakemake
+from conftest import REPO, TOY_CONFIG, dvc, git, run_snakemake, write_dvc_yaml
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -157,20 +156,6 @@ def test_report_has_the_tables_and_figures(toy, tmp_path):
         assert name in html, name
 
 
-def dvc(*args, cwd, check=True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=os.pathsep.join([VENV_BIN, os.environ.get("PATH", "")]), DVC_NO_ANALYTICS="1")
-    proc = subprocess.run([f"{VENV_BIN}/dvc", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=1200, check=False)
-    if check:
-        assert proc.returncode == 0, f"dvc {' '.join(args)}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return proc
-
-
-def git(*args, cwd):
-    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.org", *args], cwd=cwd,
-                   check=True, capture_output=True)
-
-
 def test_dvc_repro_push_pull_round_trip(toy, tmp_path):
     """dvc.yaml on the toy run: repro (Snakemake finds the toy run's results up to date), dag,
     metrics; push to a local remote; a fresh clone pulls the artifacts, and after sync-mtimes
@@ -181,11 +166,7 @@ def test_dvc_repro_push_pull_round_trip(toy, tmp_path):
         if (REPO / name).is_file():
             (project / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, project / name)
-    dvc_yaml = (project / "dvc.yaml").read_text()
-    assert dvc_yaml.count("config/small.yaml") == 2
-    dvc_yaml = dvc_yaml.replace("config/small.yaml", "tests/toy/config.yaml").replace(
-        'snakemake_args: ""', f'snakemake_args: "--config data_root={toy.data_root} --cores 2"')
-    (project / "dvc.yaml").write_text(dvc_yaml)
+    write_dvc_yaml(project, "tests/toy/config.yaml", f"--config data_root={toy.data_root} --cores 2")
     git("init", "-q", cwd=project)
     git("add", "-A", cwd=project)
     git("commit", "-qm", "pipeline", cwd=project)

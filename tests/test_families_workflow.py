@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, run_snakemake, run_toy
+from conftest import REPO, dvc, git, run_snakemake, run_toy, write_dvc_yaml
 
 TOY_COMPARE = REPO / "tests" / "toy" / "compare.yaml"
 VENV_BIN = sys.executable.rsplit("/", 1)[0]
@@ -37,13 +37,13 @@ def test_both_families_train_export_and_score_on_the_same_sentences(families):
         for encoder in ("encoder.pt", "encoder_init.pt"):  # tensors and plain types only
             data = torch.load(run / "models" / name / encoder, weights_only=True)
             assert data["family"] == "multienc"
-        scores = json.loads((run / "models" / name / "similarity.json").read_text())
+        scores = json.loads((run / "eval" / "models" / name / "similarity.json").read_text())
         assert scores["similarity"]["sentences"] == scores["init"]["sentences"] == 60
         assert scores["similarity"]["pairs"] != scores["init"]["pairs"]
     # a 1:1 system has no encoder for its fixed target (the paper's point): no pair with ara
-    last = json.loads((run / "models" / "toy_last" / "similarity.json").read_text())["similarity"]
+    last = json.loads((run / "eval" / "models" / "toy_last" / "similarity.json").read_text())["similarity"]
     assert len(last["pairs"]) == 4 * 3 and not any("ara" in p for p in last["pairs"])
-    every = json.loads((run / "models" / "toy_all" / "similarity.json").read_text())["similarity"]
+    every = json.loads((run / "eval" / "models" / "toy_all" / "similarity.json").read_text())["similarity"]
     assert len(every["pairs"]) == 6 * 5
     # the N-way data: one BPE model and vocabulary, aligned splits, the held-out lines never trained on
     stats = json.loads((run / "nway" / "toy" / "bpe" / "stats.json").read_text())
@@ -89,10 +89,10 @@ def test_compare_table_puts_the_families_side_by_side(families):
     assert cells[("ara", "toy_last")]["en_xx"] == ""  # no ara encoder: shown as –
     laser = json.loads((workdir / "results" / "toy_compare" / "flores" / "base" / "scores.json").read_text())
     assert float(cells[("rus", "base")]["en_xx"]) == laser["model"]["heldout"]["rus"]["en_xx"]
-    every = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "similarity.json").read_text())
+    every = json.loads((workdir / "results" / "toy_compare" / "eval" / "models" / "toy_all" / "similarity.json").read_text())
     assert float(cells[("rus", "toy_all")]["xx_en"]) == round(every["similarity"]["pairs"]["rus-eng"], 2)
     # Bi-Sent2Vec: one column of per-pair models (here only en-fr): the other languages have no model
-    b2v = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_b2v" / "similarity.json").read_text())
+    b2v = json.loads((workdir / "results" / "toy_compare" / "eval" / "models" / "toy_b2v" / "similarity.json").read_text())
     assert float(cells[("fra", "bisent2vec_uni_bi")]["en_xx"]) == round(b2v["similarity"]["pairs"]["eng-fra"], 2)
     assert cells[("spa", "bisent2vec_uni_bi")]["en_xx"] == ""
 
@@ -110,11 +110,11 @@ def test_bisent2vec_trains_evaluates_and_fills_its_tables(families):
     encoder = torch.load(run / "models" / "toy_b2v" / "encoder.pt", weights_only=True)
     assert encoder["family"] == "bisent2vec" and encoder["bigrams"].shape == (1000, 16)
     for direction in ("eng-fra", "fra-eng"):
-        words = json.loads((run / "models" / "toy_b2v" / f"words_{direction}_encoder.json").read_text())
+        words = json.loads((run / "eval" / "models" / "toy_b2v" / f"words_{direction}_encoder.json").read_text())
         assert set(words["results"]) == {"nn", "csls_knn_10"} and words["results"]["nn"]["n"] == 24
-        same = json.loads((run / "models" / "toy_b2v" / f"words_{direction}_identical.json").read_text())
+        same = json.loads((run / "eval" / "models" / "toy_b2v" / f"words_{direction}_identical.json").read_text())
         assert same["results"]["identical_strings"]["n"] == 24
-        sentences = json.loads((run / "models" / "toy_b2v" / f"europarl_{direction}_encoder_init.json").read_text())
+        sentences = json.loads((run / "eval" / "models" / "toy_b2v" / f"europarl_{direction}_encoder_init.json").read_text())
         assert sentences["results"]["nn"]["n_queries"] == 20 and sentences["results"]["nn"]["n_keys"] == 100
     tables = workdir / "results" / "tables" / "toy_compare" / "bisent2vec_2019"
     table1 = (tables / "table1.md").read_text()
@@ -144,18 +144,18 @@ def test_labse_pretrains_trains_and_fills_table2(families):
     assert rec["runtime"]["family"] == "labse"
     assert any("labse_pretrain" in path for path in rec["inputs"])
     for encoder in ("encoder", "encoder_init"):
-        scores = json.loads((run / "models" / "toy_labse" / f"tatoeba_{encoder}.json").read_text())
+        scores = json.loads((run / "eval" / "models" / "toy_labse" / f"tatoeba_{encoder}.json").read_text())
         assert scores["task"] == "tatoeba" and set(scores["results"]) == {"fra", "spa"}
-    similarity = json.loads((run / "models" / "toy_labse" / "similarity.json").read_text())
+    similarity = json.loads((run / "eval" / "models" / "toy_labse" / "similarity.json").read_text())
     assert len(similarity["similarity"]["pairs"]) == 6 * 5
-    un = json.loads((run / "models" / "toy_labse" / "un_encoder.json").read_text())
+    un = json.loads((run / "eval" / "models" / "toy_labse" / "un_encoder.json").read_text())
     assert un["task"] == "un" and {k: v["n"] for k, v in un["results"].items()} == dict.fromkeys(["spa", "fra", "rus", "cmn"], 400)
     table = (workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.md").read_text()
     assert "83.7" in table and "`toy_labse`" in table and "pre-trained, before dual training" in table
     cells = list(csv.DictReader(open(workdir / "results" / "tables" / "toy_compare" / "labse_2020" / "table2.csv",
                                      encoding="utf-8")))
     ours = {c["column"]: c for c in cells if c["model"] == "toy_labse" and c["row"] == "ours.toy_labse"}
-    tatoeba = json.loads((run / "models" / "toy_labse" / "tatoeba_encoder.json").read_text())["results"]
+    tatoeba = json.loads((run / "eval" / "models" / "toy_labse" / "tatoeba_encoder.json").read_text())["results"]
     mean = 100 - (tatoeba["fra"]["error"] + tatoeba["spa"]["error"]) / 2
     assert float(ours["tatoeba_all"]["ours"]) == pytest.approx(mean, abs=0.01) and ours["tatoeba_all"]["paper"]
     p_at_1 = sum(100 - v["error"] for v in un["results"].values()) / 4
@@ -296,6 +296,43 @@ def test_a_second_laser_model_on_the_same_data_trains_alone(families, tmp_path):
     assert counts.get("laser_train") == 1 and "variant=wide" in out and "bpe_learn" not in counts
     assert counts.get("compare_task") == len(["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt"])
     assert counts.get("compare_flores") == 1 and "models/wide/checkpoint_final.pt" in out
+
+
+def test_dvc_stages_version_every_family(families, tmp_path):
+    """Issue 27: the DVC stages of the families' config (laser-repro dvc-yaml) name the outputs of every
+    family: LASER's bitexts and BPE, the N-way data's subword models of multienc, LaBSE and Bi-Sent2Vec, every
+    model, every evaluation (eval/models/<name>/) and table. DVC finds each of them in the finished run and
+    records them (dvc commit), after which nothing is out of date."""
+    import shutil
+
+    import yaml
+
+    workdir, _ = families
+    project = tmp_path / "project"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, project / name)
+    write_dvc_yaml(project, "tests/toy/compare.yaml", "--cores 2")
+    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+    outs = {stage: [next(iter(o)) for o in body["outs"]] for stage, body in stages.items()}
+    run = "results/toy_compare"
+    assert outs["data"] == [f"{run}/bin", f"{run}/bpe/codes", f"{run}/bpe/codes.prov.json", f"{run}/bpe/vocab",
+                            f"{run}/nway/toy/bpe", f"{run}/nway/toy/wordpiece", f"{run}/nway/toy/bisent2vec_vocab"]
+    assert outs["train"] == [f"{run}/models"] and f"{run}/eval" in outs["evaluate"]
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("commit", "-qm", "pipeline", cwd=project)
+    shutil.copytree(workdir / "results", project / "results")
+    dvc("commit", "-f", cwd=project)
+    lock = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+    assert {stage: [o["path"] for o in body["outs"]] for stage, body in lock.items()} == {
+        stage: [p for p in paths] for stage, paths in outs.items()} | {"evaluate": [*outs["evaluate"]]}
+    assert "up to date" in dvc("status", cwd=project).stdout
+    for path in ("eval/models/toy_labse/un_encoder.json", "eval/models/toy_all/tatoeba_encoder.json",
+                 "eval/models/toy_b2v/words_eng-fra_encoder.json", "models/toy_b2v/encoder.pt"):
+        assert (project / run / path).is_file(), path  # each under a stage's output
 
 
 def _changed_config(tmp_path):

@@ -309,7 +309,7 @@ def bisent2vec_tables():
 
 
 def _direction_files(name, kind, directions, encoder):
-    return {f"{s}-{t}": f"{RUN}/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
+    return {f"{s}-{t}": f"{RUN}/eval/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
 
 
 def bisent2vec_result_files(name):
@@ -320,9 +320,9 @@ def bisent2vec_result_files(name):
             "words_init": _direction_files(name, "words", words, "encoder_init"),
             "sentences": _direction_files(name, "europarl", sentences, "encoder"),
             "sentences_init": _direction_files(name, "europarl", sentences, "encoder_init"),
-            "similarity": f"{RUN}/models/{name}/similarity.json",
-            "tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if tatoeba else None,
-            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if tatoeba else None}
+            "similarity": f"{RUN}/eval/models/{name}/similarity.json",
+            "tatoeba": f"{RUN}/eval/models/{name}/tatoeba_encoder.json" if tatoeba else None,
+            "tatoeba_init": f"{RUN}/eval/models/{name}/tatoeba_encoder_init.json" if tatoeba else None}
 
 
 def bisent2vec_table_models():
@@ -342,9 +342,9 @@ def _baselines():
     identical, tfidf = {}, {}
     for name in BISENT2VEC:
         for s, t in bisent2vec_words_directions(name):
-            identical.setdefault(f"{s}-{t}", f"{RUN}/models/{name}/words_{s}-{t}_identical.json")
+            identical.setdefault(f"{s}-{t}", f"{RUN}/eval/models/{name}/words_{s}-{t}_identical.json")
         for s, t in bisent2vec_europarl_directions(name):
-            tfidf.setdefault(f"{s}-{t}", f"{RUN}/models/{name}/europarl_{s}-{t}_tfidf.json")
+            tfidf.setdefault(f"{s}-{t}", f"{RUN}/eval/models/{name}/europarl_{s}-{t}_tfidf.json")
     return identical, tfidf
 
 
@@ -355,8 +355,8 @@ def bisent2vec_table_inputs(w):
     identical, tfidf = _baselines()
     datas = sorted({m["data"] for m in BISENT2VEC.values()})
     return {"results": files, "identical": list(identical.values()), "europarl_tfidf": list(tfidf.values()),
-            "flores_tfidf": [f"{RUN}/nway/{d}/tfidf.json" for d in datas],
-            "tatoeba_tfidf": [f"{RUN}/tatoeba_tfidf.json"] if family_tatoeba_languages() else []}
+            "flores_tfidf": [f"{RUN}/eval/nway/{d}/tfidf.json" for d in datas],
+            "tatoeba_tfidf": [f"{RUN}/eval/tfidf/tatoeba.json"] if family_tatoeba_languages() else []}
 
 
 def bisent2vec_baseline_args(input):
@@ -383,10 +383,10 @@ def labse_un():
 
 def labse_result_files(name):
     """A LaBSE model's result files in labse-table2's model spec."""
-    return {"tatoeba": f"{RUN}/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
-            "tatoeba_init": f"{RUN}/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
-            "un": f"{RUN}/models/{name}/un_encoder.json" if labse_un() else None,
-            "un_init": f"{RUN}/models/{name}/un_encoder_init.json" if labse_un() else None}
+    return {"tatoeba": f"{RUN}/eval/models/{name}/tatoeba_encoder.json" if labse_tatoeba_languages() else None,
+            "tatoeba_init": f"{RUN}/eval/models/{name}/tatoeba_encoder_init.json" if labse_tatoeba_languages() else None,
+            "un": f"{RUN}/eval/models/{name}/un_encoder.json" if labse_un() else None,
+            "un_init": f"{RUN}/eval/models/{name}/un_encoder_init.json" if labse_un() else None}
 
 
 def labse_targets():
@@ -400,7 +400,7 @@ def labse_targets():
 def heldout_scores_file(trained, family):
     """The held-out FLORES scores of a trained model (a seed replicate too): a LASER variant's flores-xsim
     scores, another family's similarity scores on its nway_data validation lines."""
-    return f"{RUN}/flores/{trained}/scores.json" if family == "laser" else f"{RUN}/models/{trained}/similarity.json"
+    return f"{RUN}/flores/{trained}/scores.json" if family == "laser" else f"{RUN}/eval/models/{trained}/similarity.json"
 
 
 def train_benchmark(trained):

@@ -284,7 +284,7 @@ def eval_max_tokens_arg(name):
 
 TASK_COMPARISONS = ["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt"]
 TASKS_WITH_INIT = ("tatoeba", "un", "wmt")  # the tasks that score each model at update 0 too
-TASK_TFIDF = {"tatoeba": f"{RUN}/tatoeba_tfidf.json", "un": f"{RUN}/un_tfidf.json",
+TASK_TFIDF = {"tatoeba": f"{RUN}/eval/tfidf/tatoeba.json", "un": f"{RUN}/eval/tfidf/un.json",
               "wmt": f"{RUN}/eval/wmt/tfidf_scores.json"}
 
 
@@ -306,9 +306,9 @@ def task_score_files(task, name, init=False):
     if task == "tatoeba":
         if name in VARIANTS:
             return [f"{RUN}/tatoeba/{name}/scores/{lang}.json" for lang in langs]
-        return [f"{RUN}/models/{name}/tatoeba_{'encoder_init' if init else 'encoder'}.json"]
+        return [f"{RUN}/eval/models/{name}/tatoeba_{'encoder_init' if init else 'encoder'}.json"]
     if task == "un":
-        return [f"{RUN}/models/{name}/un_{'encoder_init' if init else 'encoder'}.json"]
+        return [f"{RUN}/eval/models/{name}/un_{'encoder_init' if init else 'encoder'}.json"]
     if task == "bucc":
         return [f"{RUN}/eval/bucc/{name}/scores/{xx}.json" for xx in langs]
     return [f"{RUN}/eval/{task}/{name}/{'init_scores' if init else 'scores'}.json"]

@@ -52,7 +52,7 @@ rule nway_tfidf:  # the non-learned baseline of the similarity tables, on the ra
     input:
         lambda w: [f"{RUN}/nway/{w.data}/raw/valid.{lang}" for lang in NWAY[w.data]["languages"]],
     output:
-        "results/{run}/nway/{data}/tfidf.json",
+        "results/{run}/eval/nway/{data}/tfidf.json",
     log:
         "results/{run}/logs/nway/{data}/tfidf.log",
     params:

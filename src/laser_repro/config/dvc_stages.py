@@ -53,7 +53,7 @@ def stage_outputs(plan) -> dict[str, list[str]]:
 def stage_params(config: dict) -> dict[str, list[str]]:
     """stage -> the config sections it reads that this config has (``config``: as the user wrote it,
     validated: :func:`laser_repro.config.schema.validate`)."""
-    return {"data": [k for k in ("corpora", "bitext_data", "nway_data") if k in config],
+    return {"data": [k for k in ("corpora", "bitext_data", "nway_data") if config.get(k)],
             "train": [k for k in ("models", "seeds") if config.get(k)],
             "evaluate": [k for k in ("evaluation", "flores_eval") if config.get(k)],
             "tables": [k for k in ("reproduces",) if config.get(k)]}
@@ -66,7 +66,7 @@ def dvc_document(config: dict, plan, config_path: str, *, profile: str = "profil
     params = stage_params(config)
     snakemake = "snakemake --profile ${profile} --configfile ${config} ${snakemake_args}"
     sync = "laser-repro sync-mtimes results"
-    stages, previous = {}, []
+    stages, previous = {}, []  # every stage depends on the outputs of the stages before it
     for stage, target in STAGE_TARGETS.items():
         cmd = f"{sync} && {snakemake} {target}"
         if stage == "tables":  # the HTML report beside the tables
@@ -82,7 +82,7 @@ def dvc_document(config: dict, plan, config_path: str, *, profile: str = "profil
             body["outs"].append({f"results/{plan.config['run_name']}/metrics.json.prov.json": {"cache": False}})
             body["metrics"] = [{f"results/{plan.config['run_name']}/metrics.json": {"cache": False}}]
         stages[stage] = body
-        previous = [p for p in outs[stage] if not p.endswith(".prov.json")]
+        previous += [p for p in outs[stage] if not p.endswith(".prov.json")]
         if stage == "evaluate" and plan.laser:
             previous.append(f"results/{plan.config['run_name']}/metrics.json")
     return {"vars": [{"config": config_path, "profile": profile, "snakemake_args": snakemake_args}],

@@ -67,9 +67,9 @@ rule bisent2vec_words:  # MUSE word translation P@1 (NN, CSLS) of one direction:
         init="results/{run}/models/{model}/encoder_init.pt",
         dictionary=lambda w: muse_dictionary(w.src, w.tgt),
     output:
-        model="results/{run}/models/{model}/words_{src}-{tgt}_encoder.json",
-        init="results/{run}/models/{model}/words_{src}-{tgt}_encoder_init.json",
-        identical="results/{run}/models/{model}/words_{src}-{tgt}_identical.json",
+        model="results/{run}/eval/models/{model}/words_{src}-{tgt}_encoder.json",
+        init="results/{run}/eval/models/{model}/words_{src}-{tgt}_encoder_init.json",
+        identical="results/{run}/eval/models/{model}/words_{src}-{tgt}_identical.json",
     log:
         "results/{run}/logs/{model}/words_{src}-{tgt}.log",
     wildcard_constraints:
@@ -95,9 +95,9 @@ rule bisent2vec_europarl:  # Europarl sentence retrieval P@1 (MUSE's protocol) o
         src=lambda w: europarl_file(w.src, w.tgt, w.src),
         tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
     output:
-        model="results/{run}/models/{model}/europarl_{src}-{tgt}_encoder.json",
-        init="results/{run}/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
-        tfidf="results/{run}/models/{model}/europarl_{src}-{tgt}_tfidf.json",
+        model="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder.json",
+        init="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
+        tfidf="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_tfidf.json",
     log:
         "results/{run}/logs/{model}/europarl_{src}-{tgt}.log",
     wildcard_constraints:

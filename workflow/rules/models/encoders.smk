@@ -35,7 +35,7 @@ rule model_similarity:  # Algorithm 1 on the validation lines: the model and the
         init="results/{run}/models/{model}/encoder_init.pt",
         text=model_valid_text,
     output:
-        "results/{run}/models/{model}/similarity.json",
+        "results/{run}/eval/models/{model}/similarity.json",
     log:
         "results/{run}/logs/{model}/similarity.log",
     wildcard_constraints:
@@ -55,7 +55,7 @@ rule model_similarity:  # Algorithm 1 on the validation lines: the model and the
 rule model_curves_plot:
     input:
         curves="results/{run}/models/{model}/curves.json",
-        tfidf=lambda w: f"{RUN}/nway/{FAMILY_MODELS[w.model]['data']}/tfidf.json",
+        tfidf=lambda w: f"{RUN}/eval/nway/{FAMILY_MODELS[w.model]['data']}/tfidf.json",
     output:
         report("results/figures/{run}/curves_{model}.png", category="Learning curves"),
     log:
@@ -80,8 +80,8 @@ rule model_tatoeba:  # xx <-> eng retrieval on the Tatoeba test set, any family 
         xx=lambda w: [tatoeba_test_file(lang, lang) for lang in PLAN.model_tatoeba_languages(w.model)],
         eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in PLAN.model_tatoeba_languages(w.model)],
     output:
-        model="results/{run}/models/{model}/tatoeba_encoder.json",
-        init="results/{run}/models/{model}/tatoeba_encoder_init.json",
+        model="results/{run}/eval/models/{model}/tatoeba_encoder.json",
+        init="results/{run}/eval/models/{model}/tatoeba_encoder_init.json",
     log:
         "results/{run}/logs/{model}/tatoeba.log",
     wildcard_constraints:
@@ -104,7 +104,7 @@ rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (f
         xx=lambda w: [tatoeba_test_file(lang, lang) for lang in family_tatoeba_languages()],
         eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in family_tatoeba_languages()],
     output:
-        "results/{run}/tatoeba_tfidf.json",
+        "results/{run}/eval/tfidf/tatoeba.json",
     log:
         "results/{run}/logs/tatoeba_tfidf.log",
     params:
@@ -124,8 +124,8 @@ rule model_un:  # UN retrieval (LaBSE's P@1 = 100 - error) of any model: each se
         xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in task_languages("un", w.model)],
         eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in task_languages("un", w.model)],
     output:
-        model="results/{run}/models/{model}/un_encoder.json",
-        init="results/{run}/models/{model}/un_encoder_init.json",
+        model="results/{run}/eval/models/{model}/un_encoder.json",
+        init="results/{run}/eval/models/{model}/un_encoder_init.json",
     log:
         "results/{run}/logs/{model}/un.log",
     wildcard_constraints:
@@ -148,7 +148,7 @@ rule un_tfidf:  # the non-learned baseline on the same UN sentences
         xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in EVAL["un"]["languages"]],
         eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in EVAL["un"]["languages"]],
     output:
-        "results/{run}/un_tfidf.json",
+        "results/{run}/eval/tfidf/un.json",
     log:
         "results/{run}/logs/un_tfidf.log",
     params:

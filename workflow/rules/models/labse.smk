@@ -99,12 +99,12 @@ rule labse_train:
 
 rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
     input:
-        tatoeba=lambda w: [f"{RUN}/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
+        tatoeba=lambda w: [f"{RUN}/eval/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_tatoeba_languages() else [],
-        tfidf=lambda w: [f"{RUN}/tatoeba_tfidf.json"] if labse_tatoeba_languages() else [],
-        un=lambda w: [f"{RUN}/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
+        tfidf=lambda w: [f"{RUN}/eval/tfidf/tatoeba.json"] if labse_tatoeba_languages() else [],
+        un=lambda w: [f"{RUN}/eval/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
         if labse_un() else [],
-        un_tfidf=lambda w: [f"{RUN}/un_tfidf.json"] if labse_un() else [],
+        un_tfidf=lambda w: [f"{RUN}/eval/tfidf/un.json"] if labse_un() else [],
         records=lambda w: [model_record_file(name) for name in LABSE],
     output:
         md="results/tables/{run}/labse_2020/table2.md",

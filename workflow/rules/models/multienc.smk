@@ -39,9 +39,9 @@ rule multienc_train:
 
 rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the baselines
     input:
-        results=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in tabled(MULTIENC)],
-        replicates=lambda w: [f"{RUN}/models/{name}/similarity.json" for name in MULTIENC if name not in tabled(MULTIENC)],
-        tfidf=lambda w: sorted({f"{RUN}/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
+        results=lambda w: [f"{RUN}/eval/models/{name}/similarity.json" for name in tabled(MULTIENC)],
+        replicates=lambda w: [f"{RUN}/eval/models/{name}/similarity.json" for name in MULTIENC if name not in tabled(MULTIENC)],
+        tfidf=lambda w: sorted({f"{RUN}/eval/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
         records=lambda w: [model_record_file(name) for name in MULTIENC],
     output:
         expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv"]),
@@ -52,7 +52,7 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         models=lambda w: shell_quote_json([{"name": name, "description": MULTIENC[name].get("description", name),
                                             "paper_rows": list(MULTIENC[name]["paper_rows"]),
                                             **seed_replicate_specs(name, lambda r: {
-                                                "similarity": f"{RUN}/models/{r}/similarity.json"})}
+                                                "similarity": f"{RUN}/eval/models/{r}/similarity.json"})}
                                            for name in tabled(MULTIENC)]),
         records=lambda w: model_records_arg(MULTIENC),
     conda:
