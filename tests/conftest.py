@@ -87,11 +87,23 @@ def dvc(*args, cwd, check=True) -> subprocess.CompletedProcess:
     return proc
 
 
-def write_dvc_yaml(project: Path, config: str, snakemake_args: str) -> None:
-    """The project's dvc.yaml for `config` (laser-repro dvc-yaml: the stages' outputs are the config's)."""
+def dvc_project(project: Path, config: str, snakemake_args: str) -> Path:
+    """A git repository holding the files this repository tracks and the dvc.yaml of `config` (laser-repro
+    dvc-yaml: the stages' outputs are the config's), committed."""
+    import shutil
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, project / name)
     proc = subprocess.run([f"{VENV_BIN}/laser-repro", "dvc-yaml", "--configfile", config, "--snakemake-args",
                            snakemake_args], cwd=project, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("commit", "-qm", "pipeline", cwd=project)
+    return project
 
 
 def git(*args, cwd):

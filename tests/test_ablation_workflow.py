@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, TOY_CONFIG, dvc, git, run_snakemake, write_dvc_yaml
+from conftest import REPO, TOY_CONFIG, dvc, dvc_project, git, run_snakemake
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -160,16 +160,7 @@ def test_dvc_repro_push_pull_round_trip(toy, tmp_path):
     """dvc.yaml on the toy run: repro (Snakemake finds the toy run's results up to date), dag,
     metrics; push to a local remote; a fresh clone pulls the artifacts, and after sync-mtimes
     Snakemake has nothing to rerun although DVC restored every file with a new mtime."""
-    project = tmp_path / "project"
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
-    for name in filter(None, listed.decode().split("\0")):
-        if (REPO / name).is_file():
-            (project / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, project / name)
-    write_dvc_yaml(project, "tests/toy/config.yaml", f"--config data_root={toy.data_root} --cores 2")
-    git("init", "-q", cwd=project)
-    git("add", "-A", cwd=project)
-    git("commit", "-qm", "pipeline", cwd=project)
+    project = dvc_project(tmp_path / "project", "tests/toy/config.yaml", f"--config data_root={toy.data_root} --cores 2")
     shutil.copytree(toy.workdir / "results", project / "results")  # copy2: mtimes kept
 
     repro = dvc("repro", cwd=project)

@@ -397,6 +397,19 @@ def labse_targets():
             *[f"results/figures/{CFG['run_name']}/curves_{name}.png" for name in tabled(LABSE)]]
 
 
+def family_evaluation():
+    """Every score and baseline file of the models of the other families (the `evaluate` target, so that the
+    tables stage writes nothing but tables): similarity, the curves' TF-IDF, what their paper tables read."""
+    files = [f"{RUN}/eval/models/{name}/similarity.json" for name in FAMILY_MODELS]
+    files += sorted({f"{RUN}/eval/nway/{m['data']}/tfidf.json" for m in FAMILY_MODELS.values()})
+    files += [p for name in LABSE for p in labse_result_files(name).values() if p]
+    files += [f"{RUN}/eval/tfidf/tatoeba.json"] if labse_tatoeba_languages() else []
+    files += [f"{RUN}/eval/tfidf/un.json"] if labse_un() else []
+    if BISENT2VEC:
+        files += [p for paths in bisent2vec_table_inputs(None).values() for p in paths]
+    return list(dict.fromkeys(files))
+
+
 def heldout_scores_file(trained, family):
     """The held-out FLORES scores of a trained model (a seed replicate too): a LASER variant's flores-xsim
     scores, another family's similarity scores on its nway_data validation lines."""
