@@ -28,6 +28,26 @@ import make_toy_data  # noqa: E402
 VENV_BIN = str(Path(sys.executable).parent)
 
 
+# The README's test command runs the tests on two workers (pytest-xdist, `-n 2`). Each test module
+# goes to one worker whole, so that its module fixtures (a toy Snakemake run each) are built once, and the
+# modules that read the session's toy run (toy_local_run, ~7 min) go to the same worker, so that it is
+# built once too. (xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.)
+TOY_RUN_MODULES = frozenset(p.name for p in Path(__file__).parent.glob("test_*.py")
+                            if "toy_local_run" in p.read_text(encoding="utf-8"))
+
+
+@pytest.hookimpl(optionalhook=True)  # (an xdist hook: without xdist, -p no:xdist, it is not called)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "toy_local_run" if Path(module).name in TOY_RUN_MODULES else module
+
+    return ModuleScheduling(config, log)
+
+
 @pytest.fixture
 def torch_single_thread():
     """Tiny models gain nothing from intra-op threads, and one thread keeps the tests fast on a

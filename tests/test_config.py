@@ -68,6 +68,13 @@ def test_opus_keys_on_a_local_corpus_are_rejected(key, value):
     assert f"corpora[0].{key}: only for kind: opus corpora ('toy_nway' is kind: local)" in msg
 
 
+def test_shards_on_an_nway_corpus_are_rejected():
+    """An N-way corpus is Moses-preprocessed once per language file: `shards` there would be ignored."""
+    cfg = toy()
+    cfg["corpora"][0]["shards"] = 4
+    assert "corpora[0].shards: an N-way corpus ('toy_nway') is Moses-preprocessed once per language file" in error_of(cfg)
+
+
 def test_a_validated_config_validates_again():
     """Defaults are filled in every corpus (allow_absent_pairs, code_column): not errors the second time."""
     for path in REPO_CONFIGS:

@@ -26,6 +26,7 @@ from laser_repro.data.corpora import (
     opus_moses_path,
     opus_moses_url,
     read_local_bitext,
+    write_moses_lines,
 )
 from laser_repro.core.textio import one_line
 
@@ -385,6 +386,41 @@ def test_nway_mismatch_and_bad_utf8(tmp_path):
     assert_no_outputs(out_s, out_t)
     with pytest.raises(CorpusError, match="no such file"):
         extract_nway_pair(d / "eng_Latn.dev", d / "xxx_Latn.dev", out_s, out_t, **Q)
+
+
+def test_nway_pair_takes_its_moses_lines_from_the_language_files(tmp_path):
+    """An N-way pair with the sides' Moses files (rule moses_lines): the kept pairs' Moses lines are
+    exactly what preprocessing the extracted pair would give (the former per-pair path), through the
+    filters, the held-out lines and the max_pairs sample."""
+    from laser_repro.data.preprocess import language_preprocessor
+
+    en = [f"\ufeffThe {i}th line, \"quoted\"." if i == 0 else f"Line {i}:\tHello,  world!" for i in range(40)]
+    de = [f"Zeile {i}: Hallo, Welt!" for i in range(40)]
+    en[5], de[7] = "", "x" * 500  # dropped: empty, too long
+    (tmp_path / "eng").write_text("".join(x + "\n" for x in en), encoding="utf-8")
+    (tmp_path / "deu").write_text("".join(x + "\n" for x in de), encoding="utf-8")
+    prep = {lang: language_preprocessor(lang) for lang in ("eng", "deu")}
+    for lang in prep:
+        assert write_moses_lines(tmp_path / lang, tmp_path / f"{lang}.lower", prep[lang], **Q) == 40
+    out = {k: tmp_path / k for k in ("s", "t", "ts", "tt")}
+    st = read_local_bitext(tmp_path / "eng", tmp_path / "deu", out["s"], out["t"], max_chars=100, skip_lines=(10, 20),
+                           max_pairs=15, seed=3, moses=(tmp_path / "eng.lower", tmp_path / "deu.lower"),
+                           moses_out=(out["ts"], out["tt"]), **Q)
+    assert st["written"] == 15 and st["heldout"] == 10 and st["dropped_empty"] == st["dropped_long"] == 1
+    kept_src, kept_tgt = lines(out["s"]), lines(out["t"])
+    assert lines(out["ts"]) == [prep["eng"](x) for x in kept_src]
+    assert lines(out["tt"]) == [prep["deu"](x) for x in kept_tgt]
+    assert kept_src[0].startswith("The 0th") and lines(out["ts"])[0].startswith("the 0th")  # no BOM
+    # without the Moses files: the same pairs
+    st2 = read_local_bitext(tmp_path / "eng", tmp_path / "deu", tmp_path / "s2", tmp_path / "t2", max_chars=100,
+                            skip_lines=(10, 20), max_pairs=15, seed=3, **Q)
+    assert st2 == st and lines(tmp_path / "s2") == kept_src
+    # a Moses file of another length: an error naming it, nothing written
+    (tmp_path / "deu.short").write_text("a\n" * 39, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"deu\.short has 39 lines"):
+        read_local_bitext(tmp_path / "eng", tmp_path / "deu", out["s"], out["t"],
+                          moses=(tmp_path / "eng.lower", tmp_path / "deu.short"), moses_out=(out["ts"], out["tt"]), **Q)
+    assert_no_outputs(*out.values())
 
 
 def test_same_output_path_rejected(tmp_path):

@@ -53,6 +53,26 @@ def test_both_families_train_export_and_score_on_the_same_sentences(families):
     assert raw_valid == flores_heldout  # the same sentences as LASER's FLORES xsim
 
 
+def test_one_moses_pass_per_language_serves_both_data_shapes(families):
+    """The N-way corpus's language files are Moses-preprocessed once (moses_lines): LASER's pairs (rule
+    extract_nway_bitext) and the N-way data (nway_text) take their lines from them; no per-pair job."""
+    workdir, _ = families
+    run = workdir / "results" / "toy_compare"
+    langs = ["eng", "fra", "spa", "rus", "ara", "cmn"]
+    assert sorted(p.name for p in (run / "moses" / "toy_nway").iterdir() if not p.name.endswith(".json")) == sorted(
+        f"{lang}.lower" for lang in langs)
+    assert not (run / "logs" / "tok").exists()  # no preprocess_shard job
+    for lang in langs:
+        moses = (run / "moses" / "toy_nway" / f"{lang}.lower").read_text(encoding="utf-8").splitlines()
+        assert len(moses) == 400
+        nway = [(run / "nway" / "toy" / "tok" / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+                for split in ("train", "valid")]
+        assert nway == [moses[:340], moses[340:]]
+        pair = f"{lang}-eng" if lang != "eng" else "fra-eng"
+        laser = (run / "tok" / "toy_nway" / f"{pair}.{lang}.000-of-001").read_text(encoding="utf-8").splitlines()
+        assert laser == moses[:340]  # (no toy pair is filtered out)
+
+
 def test_embed_takes_any_family(families):
     """`laser-repro embed --codes` on raw text with a multienc encoder: the family's own preparation
     (Moses + its BPE) gives exactly the embeddings of its BPE'd validation text."""
@@ -222,11 +242,12 @@ def test_lineage_and_rerun(families):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for step in ("multienc_train", "nway_bpe", "nway_text", "model_similarity"):
         assert step in proc.stdout
-    # a comparison table walks back to the training of every family (and LASER's Moses shards)
+    # a comparison table walks back to the training of every family (and the Moses lines both data shapes share)
     proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "results/tables/toy_compare/compare_un.md"],
                           cwd=workdir, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for step in ("laser_train", "multienc_train", "labse_train", "bisent2vec_train", "preprocess_shard", "model_un"):
+    for step in ("laser_train", "multienc_train", "labse_train", "bisent2vec_train", "moses_lines",
+                 "extract_nway_bitext", "nway_text", "model_un"):
         assert step in proc.stdout, step
     rec = json.loads((workdir / "results" / "toy_compare" / "models" / "toy_all" / "checkpoint_final.pt.prov.json").read_text())
     assert rec["runtime"]["family"] == "multienc" and rec["config"]["models"]["toy_all"]["paths"]["targets"] == "all"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from laser_repro.core.textio import InputError
-from laser_repro.data import nway
+from laser_repro.data import corpora, nway
+from laser_repro.data.preprocess import language_preprocessor
 from laser_repro.models.multienc.model import SPECIALS, Dictionary
 
 RAW_ENG = [
@@ -37,10 +38,17 @@ def _lines(path: Path) -> list[str]:
 
 # ---- prepare_language -------------------------------------------------------------------------------
 
+def _moses(raw: Path, lowercase: bool = True) -> Path:
+    """The raw file's Moses lines, as rule moses_lines writes them."""
+    out = raw.with_name(raw.name + (".lower" if lowercase else ".cased"))
+    corpora.write_moses_lines(raw, out, language_preprocessor("eng", lowercase=lowercase), progress=False)
+    return out
+
+
 def test_prepare_language_heldout_split(tmp_path):
     raw = _write(tmp_path / "eng.dev", RAW_ENG)
     out = tmp_path / "out"
-    counts = nway.prepare_language(raw, "eng", out_dir=out, heldout=(3, 6))
+    counts = nway.prepare_language(raw, _moses(raw), "eng", out_dir=out, heldout=(3, 6))
     assert counts == {"train": 7, "valid": 3}
     assert _lines(out / "raw" / "valid.eng") == RAW_ENG[3:6]
     assert _lines(out / "tok" / "valid.eng") == ["i like green apples .", "where is the station ?",
@@ -57,7 +65,7 @@ def test_prepare_language_heldout_split(tmp_path):
 def test_prepare_language_heldout_at_start_keep_case(tmp_path):
     raw = _write(tmp_path / "eng.dev", RAW_ENG)
     out = tmp_path / "out"
-    counts = nway.prepare_language(raw, "eng", out_dir=out, heldout=(0, 1), lowercase=False)
+    counts = nway.prepare_language(raw, _moses(raw, lowercase=False), "eng", out_dir=out, heldout=(0, 1))
     assert counts == {"train": 9, "valid": 1}
     assert _lines(out / "tok" / "valid.eng") == ["Hello , World !"]
     assert _lines(out / "raw" / "valid.eng") == ["Hello, World!"]
@@ -68,7 +76,7 @@ def test_prepare_language_valid_file(tmp_path):
     raw = _write(tmp_path / "eng.train", RAW_ENG)
     dev = _write(tmp_path / "eng.devset", ["Good Morning!", "A second, dev line."])
     out = tmp_path / "out"
-    counts = nway.prepare_language(raw, "eng", out_dir=out, valid_raw=dev)
+    counts = nway.prepare_language(raw, _moses(raw), "eng", out_dir=out, valid_raw=dev, valid_moses=_moses(dev))
     assert counts == {"train": 10, "valid": 2}
     assert len(_lines(out / "tok" / "train.eng")) == 10
     assert _lines(out / "tok" / "train.eng")[0] == "hello , world !"
@@ -80,7 +88,7 @@ def test_prepare_language_heldout_beyond_file(tmp_path):
     raw = _write(tmp_path / "eng.dev", RAW_ENG)
     out = tmp_path / "out"
     with pytest.raises(InputError) as err:
-        nway.prepare_language(raw, "eng", out_dir=out, heldout=(8, 15))
+        nway.prepare_language(raw, _moses(raw), "eng", out_dir=out, heldout=(8, 15))
     assert str(raw) in str(err.value)
     assert "10 lines" in str(err.value)
     # atomic outputs: nothing half-written is left
@@ -91,7 +99,7 @@ def test_prepare_language_heldout_beyond_file(tmp_path):
 def test_prepare_language_heldout_entirely_after_file(tmp_path):
     raw = _write(tmp_path / "eng.dev", RAW_ENG)
     with pytest.raises(InputError, match="eng.dev"):
-        nway.prepare_language(raw, "eng", out_dir=tmp_path / "out", heldout=(20, 30))
+        nway.prepare_language(raw, _moses(raw), "eng", out_dir=tmp_path / "out", heldout=(20, 30))
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"heldout": (0, 2), "valid_raw": "x"}])
@@ -99,10 +107,19 @@ def test_prepare_language_heldout_xor_valid(tmp_path, kwargs):
     raw = _write(tmp_path / "eng.dev", RAW_ENG)
     if "valid_raw" in kwargs:
         kwargs["valid_raw"] = _write(tmp_path / "eng.devset", ["a"])
+        kwargs["valid_moses"] = _moses(kwargs["valid_raw"])
     with pytest.raises(ValueError) as err:
-        nway.prepare_language(raw, "eng", out_dir=tmp_path / "out", **kwargs)
+        nway.prepare_language(raw, _moses(raw), "eng", out_dir=tmp_path / "out", **kwargs)
     assert not isinstance(err.value, InputError)
     assert "heldout" in str(err.value)
+
+
+def test_prepare_language_refuses_moses_lines_of_another_file(tmp_path):
+    raw = _write(tmp_path / "eng.dev", RAW_ENG)
+    short = _moses(_write(tmp_path / "other.dev", RAW_ENG[:7]))
+    with pytest.raises(InputError, match=r"other\.dev\.lower: 7 lines, but .*eng\.dev has 10"):
+        nway.prepare_language(raw, short, "eng", out_dir=tmp_path / "out", heldout=(0, 2))
+    assert not (tmp_path / "out" / "tok" / "train.eng").exists()
 
 
 # ---- build ------------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_dry_run_commands_keep_hostile_values_whole(hostile_data, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
     commands = printed_commands(proc.stdout)
-    assert len(commands) > 200
+    assert len(commands) > 150
     assert any("--missing " in c and "bucc2018" in c for c in commands)
     assert_intact(commands, [str(bucc_less)])
 
@@ -93,13 +93,28 @@ def test_dry_run_commands_keep_hostile_values_whole(hostile_data, tmp_path):
 
 
 def test_rules_run_on_data_under_a_hostile_directory(hostile_data, tmp_path):
-    """Corpus extraction, Moses preprocessing and the FLORES selection really run on the toy data under
-    <tmp>/<HOSTILE>, from a workdir with a blank in its name; nothing runs `touch PWNED`."""
+    """Corpus extraction, Moses preprocessing (of an N-way corpus's language files; of a pair corpus in
+    two shards) and the FLORES selection really run on the toy data under <tmp>/<HOSTILE>, from a workdir
+    with a blank in its name; nothing runs `touch PWNED`."""
+    from laser_repro.data.preprocess import language_preprocessor
+    from laser_repro.data.sharding import iter_sharded
+
     root, data_root = hostile_data
     work = tmp_path / "work dir $(touch PWNED)"
     work.mkdir()
-    targets = ["results/toy/tok/toy_nway/deu-eng.deu.000-of-002", "results/toy/flores/raw/heldout.deu"]
-    proc = run_snakemake("--configfile", str(TOY_CONFIG), "--config", f"data_root={data_root}",
+    # a pair corpus (layout bitext) beside the N-way one: the toy's FLORES-style deu/eng files as a pair
+    pairs = data_root / "pairs"
+    pairs.mkdir(exist_ok=True)
+    for code in ("deu_Latn", "eng_Latn"):
+        shutil.copy(data_root / "flores200-dev" / f"{code}.dev", pairs / f"deu_Latn-eng_Latn.{code}")
+    cfg = yaml.safe_load(TOY_CONFIG.read_text())
+    cfg["corpora"].append({"name": "toy_pairs", "kind": "local", "layout": "bitext", "code_column": "flores",
+                           "path": "{root}/pairs/{src}-{tgt}.{side}", "targets": ["eng"], "languages": ["deu"]})
+    config = tmp_path / "pairs.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    shards = [f"results/toy/tok/toy_pairs/deu-eng.deu.{k:03d}-of-002" for k in range(2)]  # bitext_data: 2 shards
+    targets = ["results/toy/tok/toy_nway/deu-eng.deu.000-of-001", *shards, "results/toy/flores/raw/heldout.deu"]
+    proc = run_snakemake("--configfile", str(config), "--config", f"data_root={data_root}",
                          "--directory", str(work), "--cores", "2", "-p", *targets, timeout=300)
     out = proc.stdout + proc.stderr
     assert pwned_files(root, tmp_path) == [], out[-6000:]
@@ -109,9 +124,19 @@ def test_rules_run_on_data_under_a_hostile_directory(hostile_data, tmp_path):
         assert (work / (target + ".prov.json")).exists()
     # the extraction read the raw files under the hostile directory, and says so in its record
     rec = json.loads((work / "results/toy/corpora/toy_nway/deu-eng.deu.prov.json").read_text())
-    assert rec["rule"] == "extract_bitext" and rec["log"] == "results/toy/logs/corpora/toy_nway/deu-eng.log"
+    assert rec["rule"] == "extract_nway_bitext" and rec["log"] == "results/toy/logs/corpora/toy_nway/deu-eng.log"
     raw = str(data_root / "flores200-dev" / "deu_Latn.dev")
-    assert rec["inputs"][raw]["sha256"] and set(rec["config"]) == {"corpora", "filters"}
+    moses = "results/toy/moses/toy_nway/deu.lower"
+    assert rec["inputs"][raw]["sha256"] and rec["inputs"][moses]["sha256"] and set(rec["config"]) == {"corpora", "filters"}
     assert '"written": 340' in (work / rec["log"]).read_text()  # the step's own log lines, in its log
     bitext = (work / "results/toy/corpora/toy_nway/deu-eng.deu").read_text().splitlines()
     assert bitext == Path(raw).read_text().splitlines()[:340]
+    # the N-way pair's Moses lines are its language file's (preprocessed once), the pair corpus's are its two
+    # shards': the same lines either way
+    deu = language_preprocessor("deu")
+    expected = [deu(line) for line in bitext]
+    assert (work / "results/toy/tok/toy_nway/deu-eng.deu.000-of-001").read_text().splitlines() == expected
+    assert (work / moses).read_text().splitlines()[:340] == expected
+    pair_bitext = (work / "results/toy/corpora/toy_pairs/deu-eng.deu").read_text().splitlines()
+    assert pair_bitext == Path(raw).read_text().splitlines()  # (no held-out lines: not the FLORES corpus)
+    assert list(iter_sharded([work / p for p in shards], 64)) == [deu(line) for line in pair_bitext]

@@ -184,7 +184,8 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
                                   if rule != "total")
     # grouping: ceil(components / group-components) allocations per group, 3 ungrouped rules
     # evaluate: one component per Tatoeba language
-    components = {"corpus": jobs.count("extract_bitext"), "bpe": 1, "encode": jobs.count("binarize_pair"),
+    components = {"corpus": jobs.count("extract_bitext") + jobs.count("extract_nway_bitext"),
+                  "moses": jobs.count("moses_lines"), "bpe": 1, "encode": jobs.count("binarize_pair"),
                   "evaluate": jobs.count("tatoeba_evaluate"), "tables": 1}
     expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items()}
     assert {g: units["groups"].count(g) for g in expected} == expected

@@ -105,13 +105,13 @@ def test_toy_config_end_to_end(toy_local_run):
     scores = json.loads((run / "tatoeba" / "base" / "scores" / "deu.json").read_text())
     assert scores["test_sentences"] == 60
     # every rule logged; Greek was romanized and lowercased before BPE, Chinese segmented
-    assert any((run / "logs" / "tok").rglob("*.log"))
-    greek = (run / "tok" / "toy_nway" / "ell-eng.ell.000-of-002").read_text(encoding="utf-8")
+    assert any((run / "logs" / "moses").rglob("*.log"))
+    greek = (run / "tok" / "toy_nway" / "ell-eng.ell.000-of-001").read_text(encoding="utf-8")
     # as LASER (transliterate, then lowercase): only capitals with tonos, which transliterate does
     # not map, survive in Greek script (e.g. "Άντρας" -> "άntras")
     assert {ch for ch in greek if "\u0370" <= ch <= "\u03ff"} <= set("άέήίόύώ") and greek == greek.lower()
     assert "skylos" in greek or "gata" in greek
-    chinese = (run / "tok" / "toy_nway" / "cmn-eng.cmn.000-of-002").read_text(encoding="utf-8").splitlines()
+    chinese = (run / "tok" / "toy_nway" / "cmn-eng.cmn.000-of-001").read_text(encoding="utf-8").splitlines()
     assert all(" " in line for line in chinese[:20])
     # trained by one process (train.cpu_processes) with the planned 3000 tokens per update: 2 steps an
     # update; the same on 2 processes is tests/test_distributed.py's and the SLURM test's mpi run's

@@ -42,7 +42,21 @@ wildcard_constraints:
     variant=alternatives(PLAN.variants),
 
 
+# N-way corpora (line i the same sentence in every language file): each language file is Moses-preprocessed
+# once (rule moses_lines), for every pair LASER extracts from it and every nway_data entry that reads it.
+NWAY_CORPORA = [n for n, c in PLAN.corpora.items() if c.get("layout") == "nway"]
+PAIR_CORPORA = [n for n in PLAN.corpora if n not in NWAY_CORPORA]  # OPUS, local bitexts: Moses per pair shard
+
+
+def moses_file(corpus, lang, lowercase):
+    """An N-way corpus's language file, Moses-preprocessed (rule moses_lines)."""
+    return f"{RUN}/moses/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
+
+
 def shards_of(corpus):
+    """A bitext's Moses shards (one for an N-way corpus: its pairs take the lines of moses_lines)."""
+    if corpus in NWAY_CORPORA:
+        return 1
     return PLAN.corpora[corpus].get("shards") or CFG["preprocess"]["shards"]
 
 
@@ -146,16 +160,18 @@ def nway_corpora(data):
 def nway_raw_inputs(w):
     """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
     d = NWAY[w.data]
-    files = {"raw": [local_corpus_file(c, w.lang) for c in nway_corpora(d)]}
+    files = {"raw": [local_corpus_file(c, w.lang) for c in nway_corpora(d)],
+             "moses": [moses_file(c, w.lang, d["lowercase"]) for c in nway_corpora(d)]}
     if "corpus" in d["valid"]:
         files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
+        files["valid_moses"] = moses_file(d["valid"]["corpus"], w.lang, d["lowercase"])
     return files
 
 
 def nway_valid_args(w, input):
     d = NWAY[w.data]
     if "corpus" in d["valid"]:
-        return f"--valid-raw {shlex.quote(input.valid_raw)}"
+        return f"--valid-raw {shlex.quote(input.valid_raw)} --valid-moses {shlex.quote(input.valid_moses)}"
     start, stop = d["valid"]["heldout_lines"]
     return f"--heldout {int(start)} {int(stop)}"
 
@@ -696,8 +712,10 @@ def extract_inputs(w):
     c = PLAN.corpora[w.corpus]
     if c["kind"] == "opus":
         files = {"zip": opus_zip(w.corpus, w.src, w.tgt)}
-    elif c["layout"] == "nway":
-        files = {"src_file": local_corpus_file(w.corpus, w.src), "tgt_file": local_corpus_file(w.corpus, w.tgt)}
+    elif c["layout"] == "nway":  # with the sides' Moses lines, taken for the kept pairs (extract_nway_bitext)
+        files = {"src_file": local_corpus_file(w.corpus, w.src), "tgt_file": local_corpus_file(w.corpus, w.tgt),
+                 "moses_src": moses_file(w.corpus, w.src, CFG["preprocess"]["lowercase"]),
+                 "moses_tgt": moses_file(w.corpus, w.tgt, CFG["preprocess"]["lowercase"])}
     else:  # layout bitext: one pair of files per language pair
         files = {side: local_corpus_file(w.corpus, lang, (w.src, w.tgt))
                  for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
@@ -708,7 +726,7 @@ def extract_inputs(w):
     return files
 
 
-def extract_args(w, input):
+def extract_args(w, input, output):
     c = PLAN.corpora[w.corpus]
     args = ["--src", w.src, "--tgt", w.tgt]  # words, quoted at the end (paths, codes: config values)
     if c.get("allow_absent_pairs"):  # a pair with no sentence: empty bitext, "absent": true in its stats
@@ -719,6 +737,9 @@ def extract_args(w, input):
                  "--tgt-code", languages.opus_code(w.tgt, c.get("codes"))]
     else:
         args += ["--src-file", input.src_file, "--tgt-file", input.tgt_file]
+    if "moses_src" in input.keys():
+        args += ["--moses-src", input.moses_src, "--moses-tgt", input.moses_tgt,
+                 "--tok-src", output.tok_src, "--tok-tgt", output.tok_tgt]
     for key in ("first_n", "max_pairs"):
         if c.get(key):
             args += [f"--{key.replace('_', '-')}", c[key]]

@@ -185,6 +185,8 @@ rule extract_bitext:
         stats="results/{run}/corpora/{corpus}/{src}-{tgt}.stats.json",
     log:
         "results/{run}/logs/corpora/{corpus}/{src}-{tgt}.log",
+    wildcard_constraints:
+        corpus=alternatives(PAIR_CORPORA),
     params:
         args=extract_args,
         sources=raw_sources,
@@ -196,6 +198,19 @@ rule extract_bitext:
         logged("laser-repro extract {params.args}"
                " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",
                keys=["corpora", "filters"], sources=True)
+
+
+# A pair of an N-way corpus: the kept pairs' lines of the sides' Moses files (rule moses_lines) are its one
+# Moses shard (no preprocess_shard job: each language file is preprocessed once, not once per pair).
+use rule extract_bitext as extract_nway_bitext with:
+    output:
+        src="results/{run}/corpora/{corpus}/{src}-{tgt}.{src}",
+        tgt="results/{run}/corpora/{corpus}/{src}-{tgt}.{tgt}",
+        stats="results/{run}/corpora/{corpus}/{src}-{tgt}.stats.json",
+        tok_src="results/{run}/tok/{corpus}/{src}-{tgt}.{src}.000-of-001",
+        tok_tgt="results/{run}/tok/{corpus}/{src}-{tgt}.{tgt}.000-of-001",
+    wildcard_constraints:
+        corpus=alternatives(NWAY_CORPORA),
 
 
 localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_sacrebleu, download_tatoeba_test, extract_archive_member

@@ -1,5 +1,5 @@
 # N-way data (nway_data: the multienc family): per language, the training lines and the validation
-# lines (held out of the same file, or a separate dev file), Moses-preprocessed; then, for all
+# lines (held out of the same file, or a separate dev file), with their lines of moses_lines; then, for all
 # languages together, the length filter, the joint BPE and the vocabulary (laser_repro.data.nway).
 rule nway_text:
     input:
@@ -13,15 +13,14 @@ rule nway_text:
     params:
         out_dir=lambda w, output: os.path.dirname(os.path.dirname(output.train)),
         valid=nway_valid_args,
-        lowercase=lambda w: "" if NWAY[w.data]["lowercase"] else "--keep-case",
         sources=raw_sources,
     resources:
         mem_mb=1000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro nway-text --raw {input.raw:q} --lang {wildcards.lang:q} --out-dir {params.out_dir:q}"
-               " {params.valid} {params.lowercase}", keys=["nway_data"], sources=True)
+        logged("laser-repro nway-text --raw {input.raw:q} --moses {input.moses:q} --lang {wildcards.lang:q}"
+               " --out-dir {params.out_dir:q} {params.valid}", keys=["nway_data"], sources=True)
 
 
 rule nway_bpe:

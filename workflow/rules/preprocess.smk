@@ -1,4 +1,29 @@
-# Stage 2: Moses preprocessing per corpus side, as round-robin shards (one job each; see laser_repro.data.sharding).
+# Stage 2: Moses preprocessing. A pair corpus (OPUS, local bitexts): per side, as round-robin shards (one job
+# each; see laser_repro.data.sharding). An N-way corpus: per language file, once for every pair LASER extracts
+# from it (extract_nway_bitext takes its kept lines) and every nway_data entry that reads it (nway_text).
+
+
+rule moses_lines:
+    input:
+        lambda w: local_corpus_file(w.corpus, w.lang),
+    output:
+        "results/{run}/moses/{corpus}/{lang}.{case}",
+    log:
+        "results/{run}/logs/moses/{corpus}/{lang}.{case}.log",
+    wildcard_constraints:
+        corpus=alternatives(NWAY_CORPORA),
+        case="lower|cased",
+    params:
+        keep_case=lambda w: "--keep-case" if w.case == "cased" else "",
+        sources=raw_sources,
+    resources:
+        mem_mb=1500,
+        runtime=240,
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        logged("laser-repro moses-lines --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
+               " {params.keep_case}", sources=True)
 
 
 rule preprocess_shard:
@@ -8,6 +33,8 @@ rule preprocess_shard:
         "results/{run}/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}",
     log:
         "results/{run}/logs/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}.log",
+    wildcard_constraints:
+        corpus=alternatives(PAIR_CORPORA),
     params:
         lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
         block=lambda w: CFG["preprocess"]["block_lines"],

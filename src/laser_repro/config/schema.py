@@ -254,6 +254,9 @@ def _unknown_kind_keys(config: dict, schema: dict) -> list[tuple[list, str]]:
                 if other != corpus["kind"] and key in keys:
                     out.append((["corpora", c, key], f"only for kind: {other} corpora ({corpus.get('name')!r} "
                                                        f"is kind: {corpus['kind']})"))
+        if corpus.get("layout") == "nway" and "shards" in corpus:
+            out.append((["corpora", c, "shards"], f"an N-way corpus ({corpus.get('name')!r}) is Moses-preprocessed "
+                                                  "once per language file, not in shards: remove shards"))
     return out
 
 

@@ -51,8 +51,8 @@ from __future__ import annotations
 import os
 import random
 import sys
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, fields, replace
 from itertools import islice, zip_longest
 from pathlib import Path
@@ -272,8 +272,14 @@ def _write_pairs(
     progress: bool,
     desc: str,
     total: int | None = None,
+    companions: Sequence[str | os.PathLike] = (),
 ) -> dict:
-    """Filter ``pairs`` and write them atomically to ``out_src`` / ``out_tgt``."""
+    """Filter ``pairs`` and write them atomically to ``out_src`` / ``out_tgt``.
+
+    ``companions``: files written in step with the kept pairs (an N-way corpus's Moses-preprocessed
+    sides, :func:`laser_repro.data.corpora.read_local_bitext`): each item of ``pairs`` is then
+    ``(src, tgt, *lines)``, one line per companion, written as given when the pair is kept (the
+    filters judge ``src`` and ``tgt`` only; ``max_pairs`` samples the same pairs in every file)."""
     flt = PairFilter.coerce(filters)
     if max_pairs is not None and max_pairs < 0:
         raise ValueError(f"max_pairs must be >= 0 or None, got {max_pairs}")
@@ -284,19 +290,20 @@ def _write_pairs(
     excl = exclude if exclude else None
 
     stats = empty_stats()
-    tmp_src, tmp_tgt = _part(out_src), _part(out_tgt)
-    smp_src, smp_tgt = out_src.with_name(out_src.name + ".sample.part"), out_tgt.with_name(out_tgt.name + ".sample.part")
-    temps = (tmp_src, tmp_tgt, smp_src, smp_tgt)
+    outs = [out_src, out_tgt, *(Path(c) for c in companions)]
+    tmps = [_part(p) for p in outs]
+    samples = [p.with_name(p.name + ".sample.part") for p in outs]
     committed = False
     # Stale outputs from an earlier run must not survive a failure of this one.
-    _unlink(out_src)
-    _unlink(out_tgt)
+    for p in outs:
+        _unlink(p)
     try:
-        out_src.parent.mkdir(parents=True, exist_ok=True)
-        out_tgt.parent.mkdir(parents=True, exist_ok=True)
+        for p in outs:
+            p.parent.mkdir(parents=True, exist_ok=True)
         read = written = d_empty = d_long = d_ratio = d_excl = 0
-        with _open_out(tmp_src) as fs, _open_out(tmp_tgt) as ft:
-            for s, t in _progress(pairs, desc, progress, total):
+        with ExitStack() as stack:
+            fs, ft, *fc = (stack.enter_context(_open_out(p)) for p in tmps)
+            for s, t, *extra in _progress(pairs, desc, progress, total):
                 read += 1
                 s = one_line(s)
                 t = one_line(t)
@@ -319,43 +326,48 @@ def _write_pairs(
                 fs.write("\n")
                 ft.write(t)
                 ft.write("\n")
+                for f, line in zip(fc, extra, strict=True):
+                    f.write(line)
+                    f.write("\n")
                 written += 1
         stats.update(read=read, dropped_empty=d_empty, dropped_long=d_long,
                      dropped_ratio=d_ratio, dropped_tatoeba_test=d_excl)
 
-        final_src, final_tgt = tmp_src, tmp_tgt
+        finals = tmps
         if max_pairs is not None and written > max_pairs:
-            _select_sample(tmp_src, tmp_tgt, smp_src, smp_tgt, written, max_pairs, seed)
+            _select_sample(tmps, samples, written, max_pairs, seed)
             stats["dropped_max_pairs"] = written - max_pairs
             written = max_pairs
-            final_src, final_tgt = smp_src, smp_tgt
+            finals = samples
         stats["written"] = written
 
-        os.replace(final_src, out_src)
-        os.replace(final_tgt, out_tgt)
+        for final, out in zip(finals, outs):
+            os.replace(final, out)
         committed = True
     finally:
-        for p in temps:
+        for p in (*tmps, *samples):
             _unlink(p)
         if not committed:
-            _unlink(out_src)
-            _unlink(out_tgt)
+            for p in outs:
+                _unlink(p)
     assert stats["read"] == stats["written"] + sum(v for k, v in stats.items() if k.startswith("dropped_"))
     return stats
 
 
-def _select_sample(in_src: Path, in_tgt: Path, out_src: Path, out_tgt: Path, k: int, n: int, seed: int) -> None:
-    """Write a uniform random sample of exactly ``n`` of the ``k`` line pairs, in order."""
+def _select_sample(ins: Sequence[Path], outs: Sequence[Path], k: int, n: int, seed: int) -> None:
+    """Write a uniform random sample of exactly ``n`` of the ``k`` lines of the aligned files ``ins``
+    (the same lines of each, in order)."""
     rng = random.Random(seed)
     selected = 0
-    with open(in_src, "rb") as fs, open(in_tgt, "rb") as ft, \
-            open(out_src, "wb", buffering=_WRITE_BUFFER) as os_, open(out_tgt, "wb", buffering=_WRITE_BUFFER) as ot:
-        for t, (ls, lt) in enumerate(zip(fs, ft, strict=False)):
+    with ExitStack() as stack:
+        readers = [stack.enter_context(open(p, "rb")) for p in ins]
+        writers = [stack.enter_context(open(p, "wb", buffering=_WRITE_BUFFER)) for p in outs]
+        for t, lines in enumerate(zip(*readers, strict=False)):
             if selected >= n:
                 break
             if (k - t) * rng.random() < n - selected:
-                os_.write(ls)
-                ot.write(lt)
+                for w, line in zip(writers, lines):
+                    w.write(line)
                 selected += 1
     if selected != n:  # cannot happen unless the temporary files changed underneath us
         raise CorpusError(f"internal error: sampled {selected} pairs instead of {n}")

@@ -13,18 +13,16 @@ import sys
 import time
 from pathlib import Path
 
+from laser_repro.core.errors import UserError
 from laser_repro.core.textio import write_json
 
 log = logging.getLogger("laser_repro")
 
 
 def _preprocessor(code: str, lowercase: bool):
-    from laser_repro.core import languages
-    from laser_repro.data.preprocess import TextPreprocessor
+    from laser_repro.data.preprocess import language_preprocessor
 
-    lang = languages.get(code)
-    return TextPreprocessor(lang.moses, segmenter=lang.segmenter or None, romanize=bool(lang.romanize),
-                            lowercase=lowercase)
+    return language_preprocessor(code, lowercase=lowercase)
 
 
 def cmd_extract(a):
@@ -33,17 +31,23 @@ def cmd_extract(a):
     exclude = corpora.load_tatoeba_test_files(*a.exclude_tatoeba) if a.exclude_tatoeba else None
     common = dict(first_n=a.first_n, max_pairs=a.max_pairs, max_chars=a.max_chars, max_ratio=a.max_ratio,
                   exclude=exclude, seed=a.seed)
+    given = [x is not None for x in (a.moses_src, a.moses_tgt, a.tok_src, a.tok_tgt)]
+    if any(given) and (a.opus_zip or not all(given)):
+        raise UserError("extract: --moses-src, --moses-tgt, --tok-src and --tok-tgt go together, with local files")
     if a.opus_zip:
         stats = corpora.extract_opus_moses(a.opus_zip, a.opus_corpus, a.src_code, a.tgt_code,
                                            a.out_src, a.out_tgt, **common)
         sources = [f"{a.opus_zip}:{m}" for m in corpora.opus_moses_members(a.opus_corpus, a.src_code, a.tgt_code)]
     else:
         skip = tuple(a.skip_lines) if a.skip_lines else None
-        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, skip_lines=skip, **common)
+        moses = {"moses": (a.moses_src, a.moses_tgt), "moses_out": (a.tok_src, a.tok_tgt)} if all(given) else {}
+        stats = corpora.extract_nway_pair(a.src_file, a.tgt_file, a.out_src, a.out_tgt, skip_lines=skip, **moses,
+                                          **common)
         sources = [a.src_file, a.tgt_file]
     # a pair with no sentence fails here, by name (not as an empty file in training), unless allowed
     corpora.require_sentences(stats, corpus=a.corpus or Path(a.out_src).parent.name, pair=f"{a.src}-{a.tgt}",
-                              sources=sources, absent_ok=a.absent_ok, outputs=(a.out_src, a.out_tgt),
+                              sources=sources, absent_ok=a.absent_ok,
+                              outputs=[p for p in (a.out_src, a.out_tgt, a.tok_src, a.tok_tgt) if p],
                               archive=a.opus_zip, max_chars=a.max_chars, max_ratio=a.max_ratio)
     stats.update({"src": a.src, "tgt": a.tgt})
     log.info("%s-%s: %s", a.src, a.tgt, json.dumps(stats))
@@ -73,6 +77,15 @@ def cmd_preprocess(a):
     preprocessor = _preprocessor(a.lang, not a.keep_case)
     start = time.perf_counter()
     n = write_shard(a.input, a.output, int(a.shard), int(a.of), a.block_lines, preprocessor, progress=True)
+    elapsed = time.perf_counter() - start
+    log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
+
+
+def cmd_moses_lines(a):
+    from laser_repro.data import corpora
+
+    start = time.perf_counter()
+    n = corpora.write_moses_lines(a.input, a.output, _preprocessor(a.lang, not a.keep_case))
     elapsed = time.perf_counter() - start
     log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
 
@@ -178,6 +191,10 @@ def add_cli(sub) -> None:
     s.add_argument("--exclude-tatoeba", nargs=2, metavar=("XX_FILE", "ENG_FILE"))
     s.add_argument("--skip-lines", nargs=2, type=int, metavar=("START", "STOP"),
                    help="N-way files: leave out lines START..STOP-1 (0-based; the held-out evaluation lines)")
+    s.add_argument("--moses-src", help="local files: --src-file's Moses-preprocessed lines (moses-lines)")
+    s.add_argument("--moses-tgt", help="local files: --tgt-file's Moses-preprocessed lines (moses-lines)")
+    s.add_argument("--tok-src", help="with --moses-src: output, the kept pairs' lines of --moses-src")
+    s.add_argument("--tok-tgt", help="with --moses-tgt: output, the kept pairs' lines of --moses-tgt")
     s.add_argument("--out-src", required=True)
     s.add_argument("--out-tgt", required=True)
     s.add_argument("--stats", required=True)
@@ -208,6 +225,14 @@ def add_cli(sub) -> None:
     s.add_argument("--block-lines", type=int, default=10000)
     s.add_argument("--keep-case", action="store_true")
     s.set_defaults(func=cmd_preprocess)
+
+    s = sub.add_parser("moses-lines", help="Moses-preprocess every line of a local corpus file (an N-way "
+                                           "corpus's language, once for every pair and data entry reading it)")
+    s.add_argument("--lang", required=True)
+    s.add_argument("--input", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--keep-case", action="store_true")
+    s.set_defaults(func=cmd_moses_lines)
 
     s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")
     s.add_argument("--output", required=True, help="'word count' per line, count descending")

@@ -23,13 +23,14 @@ import logging
 import lzma
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import BinaryIO
 
+from laser_repro.core.textio import atomic_output, one_line
 from laser_repro.data.bitext import (_UNSET, _WRITE_BUFFER, CorpusError, PairFilter, _check_limit, _fresh_outputs,
-                                     _iter_lines, _lockstep, _resolve_filters, _unlink, _write_pairs, empty_stats,
+                                     _iter_lines, _lockstep, _progress, _resolve_filters, _unlink, _write_pairs, empty_stats,
                                      load_tatoeba_test, load_tatoeba_test_files, normalize_for_exclusion)
 # ABSENT_MARKER, absent_pair_url, write_absent_pair_record: re-exported (data/fetch.py and tests import them)
 from laser_repro.data.opus import (ABSENT_MARKER, OPUS_BASE_URL, absent_pair_url, extract_opus_moses,
@@ -189,37 +190,62 @@ def read_local_bitext(
     exclude: set[str] | frozenset[str] | None = None,
     progress: bool = True,
     skip_lines: tuple[int, int] | None = None,
+    moses: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+    moses_out: tuple[str | os.PathLike, str | os.PathLike] | None = None,
 ) -> dict:
     """Filter/sub-sample two line-aligned local files (optionally .gz/.bz2/.xz).
 
     Same options, checks and stats as :func:`extract_opus_moses`; errors name the files.
     ``skip_lines``: 0-based ``(start, stop)`` of lines left out before anything else (the
     evaluation lines held out of an N-way corpus); stats ``heldout`` counts them.
+    ``moses``: the two files' Moses-preprocessed lines (:func:`write_moses_lines`, line *i* of
+    line *i*); the kept pairs' lines of them go to ``moses_out``, so that the pair is not
+    preprocessed again (an N-way corpus is preprocessed once per language, not once per pair).
     """
     src_path, tgt_path = Path(src_path), Path(tgt_path)
     _check_limit("first_n", first_n)
-    with _fresh_outputs(out_src, out_tgt), ExitStack() as stack:
-        fsrc = _open_local(src_path, stack)
-        ftgt = _open_local(tgt_path, stack)
-        pairs = _lockstep(
-            _iter_lines(fsrc, str(src_path), _LOCAL_ERRORS),
-            _iter_lines(ftgt, str(tgt_path), _LOCAL_ERRORS),
-            str(src_path), str(tgt_path), first_n,
-        )
+    if (moses is None) != (moses_out is None):
+        raise ValueError("give both moses and moses_out, or neither")
+    with _fresh_outputs(out_src, out_tgt, *(moses_out or ())), ExitStack() as stack:
+        def lines(path: Path) -> Iterator[str]:
+            return _iter_lines(_open_local(path, stack), str(path), _LOCAL_ERRORS)
+
+        src_lines, tgt_lines = lines(src_path), lines(tgt_path)
+        if moses is not None:  # each side with its Moses lines, which must be as many
+            src_lines = _lockstep(src_lines, lines(Path(moses[0])), str(src_path), str(moses[0]), None)
+            tgt_lines = _lockstep(tgt_lines, lines(Path(moses[1])), str(tgt_path), str(moses[1]), None)
+        pairs = _lockstep(src_lines, tgt_lines, str(src_path), str(tgt_path), first_n)
+        if moses is not None:
+            pairs = ((s, t, ms, mt) for (s, ms), (t, mt) in pairs)
         held = [0]
         if skip_lines is not None:
             pairs = _skip_range(pairs, skip_lines, held)
         stats = _write_pairs(pairs, out_src, out_tgt,
                              filters=_resolve_filters(filters, max_chars, max_ratio), exclude=exclude,
                              max_pairs=max_pairs, seed=seed, progress=progress,
-                             desc=f"{src_path.name}|{tgt_path.name}", total=first_n)
+                             desc=f"{src_path.name}|{tgt_path.name}", total=first_n, companions=moses_out or ())
     if skip_lines is not None:
         stats["heldout"] = held[0]
     log.info("bitext %s | %s: %s", src_path, tgt_path, stats)
     return stats
 
 
-def _skip_range(pairs: Iterable[tuple[str, str]], lines: tuple[int, int], counter: list) -> Iterator[tuple[str, str]]:
+def write_moses_lines(path: str | os.PathLike, out: str | os.PathLike, preprocess: Callable[[str], str], *,
+                      progress: bool = True) -> int:
+    """Line *i* of ``out``: ``preprocess`` (a language's Moses preprocessor) of line *i* of the local
+    corpus file ``path``, read and cleaned as the extraction reads it (:func:`read_local_bitext`),
+    so that its lines are those of any pair extracted from the file. Returns the line count."""
+    path = Path(path)
+    n = 0
+    with ExitStack() as stack, atomic_output(out) as f:
+        lines = _iter_lines(_open_local(path, stack), str(path), _LOCAL_ERRORS)
+        for line in _progress(lines, path.name, progress):
+            f.write(preprocess(one_line(line)) + "\n")
+            n += 1
+    return n
+
+
+def _skip_range(pairs: Iterable[tuple], lines: tuple[int, int], counter: list) -> Iterator[tuple]:
     start, stop = (int(x) for x in lines)
     if not 0 <= start <= stop:
         raise ValueError(f"held-out lines must be 0 <= start <= stop, got {lines}")

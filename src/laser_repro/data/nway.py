@@ -6,7 +6,8 @@ Two steps, each a workflow rule:
 * ``nway-text`` (one job per language): split one language's N-way file into training lines and
   validation lines (the held-out line range of the same file, e.g. FLORES dev 797-996, or a separate
   dev file, e.g. the UN dev set), write the raw validation lines (the TF-IDF baseline reads them) and
-  the Moses-preprocessed lines of both splits;
+  the Moses-preprocessed lines of both splits, taken from the file's ``moses-lines`` output (a
+  corpus's language is preprocessed once, for every data entry and for LASER's pairs of it);
 * ``nway-bpe`` (one job): the length filter on the training lines (a line index is dropped in every
   language when one of its sentences is empty or longer than ``max_words`` tokens: the paper limits
   training sentences to 50 words), the joint BPE learned on the kept training text, applied to both
@@ -21,6 +22,7 @@ import contextlib
 import json
 import logging
 from collections import Counter
+from itertools import zip_longest
 from pathlib import Path
 from typing import Sequence
 
@@ -36,37 +38,49 @@ def tok_files(data_dir, split: str, langs: Sequence[str]) -> dict[str, Path]:
     return {lang: Path(data_dir) / "tok" / f"{split}.{lang}" for lang in langs}
 
 
-def prepare_language(raw, lang: str, *, out_dir, heldout: Sequence[int] | None = None, valid_raw=None,
-                     lowercase: bool = True) -> dict:
+def prepare_language(raw, moses, lang: str, *, out_dir, heldout: Sequence[int] | None = None, valid_raw=None,
+                     valid_moses=None) -> dict:
     """Training and validation lines of one language: ``<out_dir>/tok/{train,valid}.<lang>`` (Moses)
     and ``<out_dir>/raw/valid.<lang>``. Validation: lines ``heldout`` [start, stop) of ``raw``, or all
     of ``valid_raw``; training: every other line of ``raw``. ``raw`` may be a list of files: their
-    concatenation, in order (a pair's corpus in several parts, e.g. OpenSubtitles + Tanzil)."""
-    from laser_repro.data.preprocess import language_preprocessor
-
+    concatenation, in order (a pair's corpus in several parts, e.g. OpenSubtitles + Tanzil).
+    ``moses`` / ``valid_moses``: the Moses-preprocessed lines of ``raw`` / ``valid_raw`` (same count,
+    ``laser-repro moses-lines``: the corpus's language is preprocessed once, for LASER's pairs too)."""
     if (heldout is None) == (valid_raw is None):
         raise ValueError("give either heldout lines or a validation file")
+    if (valid_raw is None) != (valid_moses is None):
+        raise ValueError("give valid_moses with valid_raw")
     out_dir = Path(out_dir)
     start, stop = heldout if heldout is not None else (0, 0)
-    preprocess = language_preprocessor(lang, lowercase=lowercase)
+    raws = [raw] if isinstance(raw, (str, Path)) else list(raw)
+    mosess = [moses] if isinstance(moses, (str, Path)) else list(moses)
+    if len(raws) != len(mosess):
+        raise ValueError(f"{len(raws)} raw files but {len(mosess)} Moses files")
     counts = {"train": 0, "valid": 0}
     with contextlib.ExitStack() as stack:
         tok = {s: stack.enter_context(atomic_output(tok_files(out_dir, s, [lang])[lang])) for s in SPLITS}
         raw_valid = stack.enter_context(atomic_output(out_dir / "raw" / f"valid.{lang}"))
 
-        def put(split: str, line: str) -> None:
-            tok[split].write(preprocess(line) + "\n")
+        def lines(raw_path, moses_path, desc: str):
+            """(raw line, its Moses line) of a file and its Moses file, which must have as many lines."""
+            for line, tokens in zip_longest(iter_lines(raw_path, progress=True, desc=desc), iter_lines(moses_path)):
+                if line is None or tokens is None:
+                    raise InputError(f"{moses_path}: {count_lines(moses_path)} lines, but {raw_path} has "
+                                     f"{count_lines(raw_path)}: not its Moses-preprocessed lines (moses-lines)")
+                yield line, tokens
+
+        def put(split: str, line: str, tokens: str) -> None:
+            tok[split].write(tokens + "\n")
             counts[split] += 1
             if split == "valid":
                 raw_valid.write(line + "\n")
 
-        raws = [raw] if isinstance(raw, (str, Path)) else list(raw)
-        lines = (line for path in raws for line in iter_lines(path, progress=True, desc=f"{lang} {Path(path).name}"))
-        for i, line in enumerate(lines):
-            put("valid" if start <= i < stop else "train", line)
+        both = (pair for r, m in zip(raws, mosess) for pair in lines(r, m, f"{lang} {Path(r).name}"))
+        for i, (line, tokens) in enumerate(both):
+            put("valid" if start <= i < stop else "train", line, tokens)
         if valid_raw is not None:
-            for line in iter_lines(valid_raw, desc=f"{lang} {Path(valid_raw).name}"):
-                put("valid", line)
+            for line, tokens in lines(valid_raw, valid_moses, f"{lang} {Path(valid_raw).name}"):
+                put("valid", line, tokens)
         if heldout is not None and counts["valid"] != stop - start:
             raise InputError(f"{raw}: {counts['train'] + counts['valid']} lines, so held-out lines "
                              f"{start}-{stop - 1} are not all there")
@@ -148,8 +162,12 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
 
 
 def cmd_text(a) -> None:
-    counts = prepare_language(a.raw if len(a.raw) > 1 else a.raw[0], a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
-                              lowercase=not a.keep_case)
+    if (a.valid_raw is None) != (a.valid_moses is None):
+        raise InputError("nway-text: --valid-raw and --valid-moses go together")
+    if len(a.raw) != len(a.moses):
+        raise InputError(f"nway-text: {len(a.raw)} --raw files but {len(a.moses)} --moses files (one each)")
+    counts = prepare_language(a.raw, a.moses, a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
+                              valid_moses=a.valid_moses)
     log.info("%s: %s", a.lang, json.dumps(counts))
 
 
@@ -162,13 +180,15 @@ def add_cli(sub) -> None:
     s = sub.add_parser("nway-text", help="N-way data: one language's training / validation lines, Moses-preprocessed")
     s.add_argument("--raw", required=True, nargs="+",
                    help="the language's N-way file (line i = sentence i); several: their concatenation")
+    s.add_argument("--moses", required=True, nargs="+",
+                   help="the Moses-preprocessed lines of each --raw file (moses-lines), in the same order")
     s.add_argument("--lang", required=True)
     s.add_argument("--out-dir", required=True, help="writes tok/{train,valid}.LANG and raw/valid.LANG")
     valid = s.add_mutually_exclusive_group(required=True)
     valid.add_argument("--heldout", nargs=2, type=int, metavar=("START", "STOP"),
                        help="validation = lines START..STOP-1 (0-based) of --raw")
     valid.add_argument("--valid-raw", help="validation = this file (e.g. the UN dev set)")
-    s.add_argument("--keep-case", action="store_true")
+    s.add_argument("--valid-moses", help="with --valid-raw: its Moses-preprocessed lines (moses-lines)")
     s.set_defaults(func=cmd_text)
 
     s = sub.add_parser("nway-bpe", help="N-way data: length filter, joint BPE, vocabulary")
