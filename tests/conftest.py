@@ -26,6 +26,9 @@ sys.path.insert(0, str(REPO / "tests" / "toy"))
 import make_toy_data  # noqa: E402
 
 VENV_BIN = str(Path(sys.executable).parent)
+# Cores of a test's Snakemake run: the machine's, shared among the pytest-xdist workers (two toy runs side by
+# side, each with 2 jobs of 2 threads on 2 cores, are both slower than one after the other)
+CORES = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 
 
 # The README's test command runs the tests on two workers (pytest-xdist, `-n 2`). Each test module
@@ -83,17 +86,18 @@ class ToyRun:
 def toy_local_run(tmp_path_factory) -> ToyRun:
     """The toy config through Snakemake with the local profile, once per session: checked by
     test_workflow.py and the reference the SLURM run (test_slurm.py) is compared with."""
-    return run_toy(tmp_path_factory, "toy_local", TOY_CONFIG)
+    # 2 cores, as the SLURM run's training allocation: its results must be the same bytes (thread count)
+    return run_toy(tmp_path_factory, "toy_local", TOY_CONFIG, cores="2")
 
 
-def run_toy(tmp_path_factory, name: str, config: Path, *targets: str) -> ToyRun:
+def run_toy(tmp_path_factory, name: str, config: Path, *targets: str, cores: str = CORES) -> ToyRun:
     """A toy config through Snakemake with the local profile, on fresh toy data (tests/toy)."""
     root = tmp_path_factory.mktemp(name)
     data_root = make_toy_data.make(root / "data")
     workdir = root / "work"
     workdir.mkdir()
     args = ["--profile", str(REPO / "profiles" / "local"), "--configfile", str(config),
-            "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", "2"]
+            "--config", f"data_root={data_root}", "--directory", str(workdir), "--cores", cores]
     return ToyRun(data_root, workdir, args, run_snakemake(*args, *targets))
 
 

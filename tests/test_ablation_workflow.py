@@ -135,7 +135,7 @@ def test_lineage_of_an_ablation_table(toy):
     for must in ("ablation_table", "results/toy/metrics/layers2.json", "results/toy/models/layers2/encoder.pt",
                  "results/toy/models/layers2/checkpoint_final.pt", "results/toy/bin/train.deu-eng.deu.bin",
                  "results/toy/bin/dict.txt", "results/toy/bpe/codes", "results/toy/eval/xnli/layers2/emb/train-p.eng.npy",
-                 "results/toy/corpora/toy_nway/deu-eng.deu", f"{toy.data_root}/flores200-dev/deu_Latn.dev"):
+                 "results/toy/moses/toy_nway/deu.lower", f"{toy.data_root}/flores200-dev/deu_Latn.dev"):
         assert must in text, must
     raw_tatoeba = re.search(r"tatoeba\.deu-eng\.deu +raw (\S+) +sha256=([0-9a-f]{64})", text)
     assert raw_tatoeba and raw_tatoeba.group(1).startswith("https://raw.githubusercontent.com/facebookresearch/LASER/")

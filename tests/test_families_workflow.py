@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, dvc, dvc_project, run_snakemake, run_toy
+from conftest import CORES, REPO, dvc, dvc_project, run_snakemake, run_toy
 
 TOY_COMPARE = REPO / "tests" / "toy" / "compare.yaml"
 VENV_BIN = sys.executable.rsplit("/", 1)[0]
@@ -342,7 +342,7 @@ def test_dvc_stages_version_every_family(families, tmp_path):
     import yaml
 
     workdir, _ = families
-    project = dvc_project(tmp_path / "project", "tests/toy/compare.yaml", "--cores 2")
+    project = dvc_project(tmp_path / "project", "tests/toy/compare.yaml", f"--cores {CORES}")
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     outs = {stage: [next(iter(o)) for o in body["outs"]] for stage, body in stages.items()}
     run = "results/toy_compare"
