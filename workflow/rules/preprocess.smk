@@ -14,7 +14,6 @@ rule moses_lines:
         corpus=alternatives(NWAY_CORPORA),
         case="lower|cased",
     params:
-        keep_case=lambda w: "--keep-case" if w.case == "cased" else "",
         sources=raw_sources,
     resources:
         mem_mb=1500,
@@ -22,8 +21,8 @@ rule moses_lines:
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro moses-lines --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
-               " {params.keep_case}", sources=True)
+        logged("laser-repro moses-lines --lang {wildcards.lang:q} --case {wildcards.case:q} --input {input:q}"
+               " --output {output:q}", sources=True)
 
 
 rule preprocess_shard:

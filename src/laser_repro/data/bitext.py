@@ -245,14 +245,14 @@ def _fresh_outputs(*outs: str | os.PathLike):
         raise
 
 
-def _progress(iterable, desc: str, enabled: bool, total: int | None = None):
+def _progress(iterable, desc: str, enabled: bool, total: int | None = None, unit: str = " pairs"):
     if not enabled:
         return iterable
     try:
         from tqdm import tqdm
     except ImportError:
         return iterable
-    return tqdm(iterable, desc=desc, total=total, unit=" pairs", unit_scale=True,
+    return tqdm(iterable, desc=desc, total=total, unit=unit, unit_scale=True,
                 file=sys.stderr, leave=False, mininterval=1.0, dynamic_ncols=True)
 
 

@@ -77,17 +77,20 @@ def cmd_preprocess(a):
     preprocessor = _preprocessor(a.lang, not a.keep_case)
     start = time.perf_counter()
     n = write_shard(a.input, a.output, int(a.shard), int(a.of), a.block_lines, preprocessor, progress=True)
-    elapsed = time.perf_counter() - start
-    log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
+    _log_rate(a.output, n, start)
 
 
 def cmd_moses_lines(a):
     from laser_repro.data import corpora
 
     start = time.perf_counter()
-    n = corpora.write_moses_lines(a.input, a.output, _preprocessor(a.lang, not a.keep_case))
+    n = corpora.write_moses_lines(a.input, a.output, _preprocessor(a.lang, a.case == "lower"))
+    _log_rate(a.output, n, start)
+
+
+def _log_rate(output, n: int, start: float) -> None:
     elapsed = time.perf_counter() - start
-    log.info("%s: %d lines in %.1fs (%.0f lines/s)", a.output, n, elapsed, n / max(elapsed, 1e-9))
+    log.info("%s: %d lines in %.1fs (%.0f lines/s)", output, n, elapsed, n / max(elapsed, 1e-9))
 
 
 def cmd_bpe_count(a):
@@ -231,7 +234,7 @@ def add_cli(sub) -> None:
     s.add_argument("--lang", required=True)
     s.add_argument("--input", required=True)
     s.add_argument("--output", required=True)
-    s.add_argument("--keep-case", action="store_true")
+    s.add_argument("--case", required=True, choices=("lower", "cased"), help="lowercased, or the case kept")
     s.set_defaults(func=cmd_moses_lines)
 
     s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")

@@ -30,8 +30,8 @@ from typing import BinaryIO
 
 from laser_repro.core.textio import atomic_output, one_line
 from laser_repro.data.bitext import (_UNSET, _WRITE_BUFFER, CorpusError, PairFilter, _check_limit, _fresh_outputs,
-                                     _iter_lines, _lockstep, _progress, _resolve_filters, _unlink, _write_pairs, empty_stats,
-                                     load_tatoeba_test, load_tatoeba_test_files, normalize_for_exclusion)
+                                     _iter_lines, _lockstep, _progress, _resolve_filters, _unlink, _write_pairs,
+                                     empty_stats, load_tatoeba_test, load_tatoeba_test_files, normalize_for_exclusion)
 # ABSENT_MARKER, absent_pair_url, write_absent_pair_record: re-exported (data/fetch.py and tests import them)
 from laser_repro.data.opus import (ABSENT_MARKER, OPUS_BASE_URL, absent_pair_url, extract_opus_moses,
                                    opus_moses_members, opus_moses_path, opus_moses_url, write_absent_pair_record)
@@ -239,7 +239,7 @@ def write_moses_lines(path: str | os.PathLike, out: str | os.PathLike, preproces
     n = 0
     with ExitStack() as stack, atomic_output(out) as f:
         lines = _iter_lines(_open_local(path, stack), str(path), _LOCAL_ERRORS)
-        for line in _progress(lines, path.name, progress):
+        for line in _progress(lines, path.name, progress, unit=" lines"):
             f.write(preprocess(one_line(line)) + "\n")
             n += 1
     return n

@@ -49,13 +49,13 @@ def prepare_language(raw, moses, lang: str, *, out_dir, heldout: Sequence[int] |
     if (heldout is None) == (valid_raw is None):
         raise ValueError("give either heldout lines or a validation file")
     if (valid_raw is None) != (valid_moses is None):
-        raise ValueError("give valid_moses with valid_raw")
+        raise InputError("a validation file goes with its Moses-preprocessed lines (--valid-raw, --valid-moses)")
     out_dir = Path(out_dir)
     start, stop = heldout if heldout is not None else (0, 0)
     raws = [raw] if isinstance(raw, (str, Path)) else list(raw)
     mosess = [moses] if isinstance(moses, (str, Path)) else list(moses)
     if len(raws) != len(mosess):
-        raise ValueError(f"{len(raws)} raw files but {len(mosess)} Moses files")
+        raise InputError(f"{len(raws)} raw files but {len(mosess)} Moses files (--raw, --moses: one each)")
     counts = {"train": 0, "valid": 0}
     with contextlib.ExitStack() as stack:
         tok = {s: stack.enter_context(atomic_output(tok_files(out_dir, s, [lang])[lang])) for s in SPLITS}
@@ -162,10 +162,6 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
 
 
 def cmd_text(a) -> None:
-    if (a.valid_raw is None) != (a.valid_moses is None):
-        raise InputError("nway-text: --valid-raw and --valid-moses go together")
-    if len(a.raw) != len(a.moses):
-        raise InputError(f"nway-text: {len(a.raw)} --raw files but {len(a.moses)} --moses files (one each)")
     counts = prepare_language(a.raw, a.moses, a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
                               valid_moses=a.valid_moses)
     log.info("%s: %s", a.lang, json.dumps(counts))
