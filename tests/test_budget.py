@@ -65,4 +65,15 @@ def test_paper_configs(capsys):
     assert "checkpoint every 4000 updates = 0.81 h" in out and "WARNING" not in out
     main(["budget", "--configfile", str(REPO / "config" / "labse_2020.yaml"), "--profile", str(REPO / "profiles" / "slurm")])
     out = capsys.readouterr().out
-    assert "estimated" in out and "WARNING: cannot finish" in out  # 500k updates of 4096 pairs on 8 GPUs
+    # at the V100 estimates, pre-training (and the 500k-update dual encoders) cannot finish in 3 attempts
+    assert "estimated" in out and "WARNING: cannot finish: needs 76 attempts" in out
+
+
+def test_without_a_gpu_every_stage_of_a_family_uses_the_family_s_first_gpu():
+    pretrain, notes = budget.pick_throughput("labse", "pretrain", None, "bf16")
+    dual, dual_notes = budget.pick_throughput("labse", "dual", None, "bf16")
+    assert pretrain["gpu"] == dual["gpu"] == "V100"  # not the H200 bf16 row for one stage and V100 for the other
+    assert any("first GPU of labse's figures" in n for n in dual_notes)
+    assert any("no bf16 figure" in n for n in dual_notes)
+    h200, h200_notes = budget.pick_throughput("labse", "dual", "H200", "bf16")
+    assert (h200["gpu"], h200["precision"], h200["status"]) == ("H200", "bf16", "measured") and not h200_notes

@@ -75,7 +75,7 @@ def test_cpu_torch_where_the_profile_asks_for_gpus_is_an_error(monkeypatch, caps
     assert status == 1
     error = [line for line in out.splitlines() if line.startswith("ERROR:")]
     assert len(error) == 1 and "torch 2.13.0+cpu is a CPU build" in error[0]
-    assert "set-resources laser_train gpu: 1" in error[0] or "train.gpus: 16" in error[0]
+    assert "set-resources laser_train gpu: 1" in error[0] or "models.base.train.gpus: 16" in error[0]
     assert "bash scripts/setup.sh --gpu" in error[0]
     assert "WARNING: faiss 1.15.1 (faiss-cpu) has no GPU support" in out
 
@@ -120,7 +120,7 @@ def test_profile_gpu_rules(tmp_path):
     # with a config, only the families it trains (paper.yaml: LASER); rules of no family always count
     (tmp_path / "config.yaml").write_text("set-resources:\n  labse_train: {gpu: 1}\n  bucc_mine: {gpu: 1}\n",
                                           encoding="utf-8")
-    assert set(doctor.wants_of(tmp_path, PAPER).gpu_rules) == {"bucc_mine", "base (train.gpus)"}
+    assert set(doctor.wants_of(tmp_path, PAPER).gpu_rules) == {"bucc_mine", "models.base.train.gpus"}
     assert set(doctor.wants_of(tmp_path, None).gpu_rules) == {"labse_train", "bucc_mine"}
     (tmp_path / "bad.yaml").write_text("- a list\n", encoding="utf-8")
     with pytest.raises(ValueError, match="bad.yaml: a profile is a YAML mapping"):

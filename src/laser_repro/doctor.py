@@ -4,7 +4,7 @@ It prints the software (Python, torch and its CUDA / cuDNN / NCCL, faiss and its
 its compiled extensions, Snakemake), the GPUs this process sees (name, memory, compute capability,
 bf16), and compares them with what a SLURM profile and a config ask for: training rules given GPUs
 (profile ``set-resources``/``default-resources`` keys gpu, gpus, gres or slurm_extra, or a config's
-``train.gpus``) need torch's CUDA build; ``evaluation.knn_device: gpu`` needs faiss with GPU support;
+``models.<m>.train.gpus`` / ``.pretrain.gpus``) need torch's CUDA build; ``evaluation.knn_device: gpu`` needs faiss with GPU support;
 ``train.precision: bf16`` needs GPUs of compute capability 8.0 or newer. Every probe is a function
 of this module (the tests replace them). Exit status 1 on an ERROR, and with ``--strict`` on a WARNING.
 """
@@ -163,15 +163,17 @@ def config_wants(config: dict) -> tuple[set[str], Wants]:
     plan = Plan(config)
     families = {"laser"} if plan.laser else set()
     wants = Wants(knn_device=config.get("evaluation", {}).get("knn_device"))
-    trains = {plan.laser_name: plan.config["train"]} if plan.laser else {}
+    trains = {f"models.{plan.laser_name}.train": plan.config["train"]} if plan.laser else {}
     for name, model in plan.models.items():
         families.add(model["family"])
-        trains[name] = model.get("train", {})
-    for name, train in trains.items():
+        trains[f"models.{name}.train"] = model.get("train", {})
+        if model.get("pretrain", {}).get("enabled"):
+            trains[f"models.{name}.pretrain"] = model["pretrain"]
+    for key, train in trains.items():
         if (train.get("gpus") or 0) > 0:
-            wants.gpu_rules[f"{name} (train.gpus)"] = f"config train.gpus: {train['gpus']}"
-        if train.get("precision") == "bf16":
-            wants.bf16_models.append(name)
+            wants.gpu_rules[f"{key}.gpus"] = f"config {key}.gpus: {train['gpus']}"
+        if train.get("precision") == "bf16" and key.split(".")[1] not in wants.bf16_models:
+            wants.bf16_models.append(key.split(".")[1])
     return families, wants
 
 

@@ -40,14 +40,20 @@ def throughput_table() -> list[dict]:
 
 
 def pick_throughput(family: str, stage: str, gpu: Optional[str], precision: str) -> tuple[dict, list[str]]:
-    """The figure for ``family``/``stage`` on ``gpu`` (None: the table's first) in ``precision``; when
-    there is none, the closest row and a note saying what it stands in for."""
-    rows = [r for r in throughput_table() if r["family"] == family and r["stage"] == stage]
+    """The figure for ``family``/``stage`` on ``gpu`` in ``precision``; when there is none, the closest row
+    and a note saying what it stands in for. Without ``gpu``, the family's first GPU in the table, for every
+    stage of the family (its pre-training and its training are then estimated on the same GPU)."""
+    table = [r for r in throughput_table() if r["family"] == family]
+    rows = [r for r in table if r["stage"] == stage]
     if not rows:
         raise ValueError(f"throughput.csv has no figure for {family}/{stage}")
     notes = []
-    on_gpu = [r for r in rows if gpu is None or r["gpu"] == gpu] or rows
-    if gpu is not None and on_gpu is rows and not any(r["gpu"] == gpu for r in rows):
+    if gpu is None:
+        gpu = table[0]["gpu"]
+        notes.append(f"{gpu}: the first GPU of {family}'s figures (--gpu to choose another)")
+    on_gpu = [r for r in rows if r["gpu"] == gpu]
+    if not on_gpu:
+        on_gpu = rows
         notes.append(f"no {family}/{stage} figure for {gpu}: using {rows[0]['gpu']}'s")
     exact = [r for r in on_gpu if r["precision"] == precision]
     if not exact:
@@ -281,7 +287,7 @@ def add_cli(sub) -> None:
     s.add_argument("--configfile", "--config-file", required=True, help="a run config (as snakemake --configfile)")
     s.add_argument("--profile", default="profiles/slurm",
                    help="Snakemake profile directory: time limits (runtime) and retries; 'none': no limits")
-    s.add_argument("--gpu", default=None, help="GPU type of the throughput figures (default: each family's first)")
+    s.add_argument("--gpu", default=None, help="GPU type of the throughput figures (default: each family's first GPU in throughput.csv, for all its stages)")
     s.add_argument("--corpus-sizes", default=None, metavar="YAML",
                    help="{target: count}: LASER pairs, multienc lines, Bi-Sent2Vec words per epoch")
     s.add_argument("--results", default="results", help="results directory of a run whose data stage ran")

@@ -5,7 +5,8 @@ A family whose input is BPE'd text (multienc) records ``{"kind": "fastbpe_codes"
 "sha256": digest}`` of its data's ``codes`` in its training checkpoints, and its export copies it into
 the encoder file (key :data:`RECORD_KEY`). LaBSE (its WordPiece vocabulary) and Bi-Sent2Vec (its word
 vocabulary) keep their vocabulary inside the encoder file: they take no codes. LASER's training reads
-binarized data only, so its checkpoints cannot name the codes: its encoder files carry no record.
+binarized data only, so its checkpoints cannot name the codes: its export is given them
+(``laser-repro export --codes``) and writes the same record into the encoder file.
 """
 from __future__ import annotations
 
