@@ -280,7 +280,15 @@ def _job_counts(out: str) -> dict:
 def test_family_configs_dry_run(config, trained, tmp_path):
     """Offline, data_root null: each config plans its downloads from the real URLs (the UN corpus in
     4 parts, joined), every system of its paper, and the comparison."""
-    proc = run_snakemake("--configfile", str(REPO / config), "--directory", str(tmp_path), "-n", "-p", timeout=600)
+    configfile = REPO / config
+    if "bisent2vec_2019" in config:  # its MUSE and Europarl downloads with a mirror and a deadline of their own
+        import yaml
+
+        cfg = yaml.safe_load(configfile.read_text())
+        cfg["evaluation"].update(mirror="/srv/mirror", deadline_s=1234)
+        configfile = tmp_path / "bisent2vec_2019.yaml"
+        configfile.write_text(yaml.safe_dump(cfg))
+    proc = run_snakemake("--configfile", str(configfile), "--directory", str(tmp_path), "-n", "-p", timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = _job_counts(out)
@@ -293,6 +301,8 @@ def test_family_configs_dry_run(config, trained, tmp_path):
         assert "https://object.pouta.csc.fi/OPUS-Tanzil/v1/moses/en-ru.txt.zip" in out
         assert "https://dl.fbaipublicfiles.com/arrival/dictionaries/hu-en.5000-6500.txt" in out
         assert "https://www.statmt.org/europarl/v7/fi-en.tgz" in out and "ru-en.tgz" not in out
+        assert "--deadline 1234 --base-url https://dl.fbaipublicfiles.com --mirror /srv/mirror/dl.fbaipublicfiles.com" in out
+        assert "--deadline 1234 --base-url https://www.statmt.org --mirror /srv/mirror/www.statmt.org" in out
         assert counts.get("bisent2vec_vocab") == 7 and counts.get("bisent2vec_words") == 28
         assert counts.get("bisent2vec_europarl") == 24 and counts.get("bisent2vec_tables") == 1
     elif "2017" in config:

@@ -39,6 +39,10 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
                 "https://cims.nyu.edu/~sbowman/multinli/multinli_1.0.zip",
                 "https://statmt.org/wmt12/test.tgz"):
         assert url in out, url
+    # allow_absent_pairs (OpenSubtitles): a 404 is an absent pair only if another pair of the corpus exists
+    fetch = next(line for line in out.splitlines() if "fetch --url https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/de-es.txt.zip" in line)
+    assert "--absent-ok --pair-url" in fetch and fetch.count("--pair-url https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/") > 50
+    assert "OPUS-Europarl" not in fetch  # the corpus's own pairs only
     counts = {}
     for line in out.splitlines():
         parts = line.split()

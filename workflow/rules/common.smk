@@ -283,6 +283,16 @@ def iso1(lang):
     return languages.get(lang).paper
 
 
+def eval_mirror_args(url):
+    """fetch's options for an evaluation download from `evaluation.mirror`, which holds <host>/<path>:
+    scheme://host is mapped onto <mirror>/<host> ("" without a mirror)."""
+    if not EVAL.get("mirror"):
+        return ""
+    scheme, rest = url.split("://", 1)
+    host = rest.split("/", 1)[0]
+    return shlex.join(["--base-url", f"{scheme}://{host}", "--mirror", f"{EVAL['mirror'].rstrip('/')}/{host}"])
+
+
 def muse_dictionary(src, tgt):
     """The MUSE test dictionary of a direction (ISO 639-3 codes): under data_root, or downloaded."""
     s, t = iso1(src), iso1(tgt)

@@ -41,10 +41,7 @@ rule download_eval:
     params:
         url=lambda w, output: EVAL_DOWNLOADS[output[0]][0],
         sha=lambda w, output: f"--sha256 {shlex.quote(EVAL_DOWNLOADS[output[0]][1])}" if EVAL_DOWNLOADS[output[0]][1] else "",
-        # the mirror holds <host>/<path>: map scheme://host onto <mirror>/<host>
-        mirror=lambda w, output: shlex.join(["--base-url", f"{EVAL_DOWNLOADS[output[0]][0].split('://')[0]}://{w.host}",
-                                             "--mirror", f"{EVAL['mirror'].rstrip('/')}/{w.host}"])
-        if EVAL.get("mirror") else "",
+        mirror=lambda w, output: eval_mirror_args(EVAL_DOWNLOADS[output[0]][0]),
         retries=EVAL["retries"],
         deadline=EVAL["deadline_s"],
     resources:

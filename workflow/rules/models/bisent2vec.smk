@@ -133,11 +133,14 @@ rule download_muse_dictionary:
     params:
         url=lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt),
         retries=EVAL.get("retries", 5),
+        deadline=EVAL["deadline_s"],
+        mirror=lambda w: eval_mirror_args(EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt)),
         sources=downloaded_from(lambda w: EVAL["muse_words"]["url"].format(src=w.src, tgt=w.tgt)),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}",
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}"
+               " --deadline {params.deadline:q} {params.mirror}",
                keys=["evaluation.muse_words.url"], sources=True)
 
 
@@ -153,11 +156,14 @@ rule download_europarl:
         sha=lambda w: (f"--sha256 {shlex.quote(EVAL['europarl']['sha256'][f'{w.xx}-en.tgz'])}"
                        if EVAL["europarl"]["sha256"].get(f"{w.xx}-en.tgz") else ""),
         retries=EVAL.get("retries", 5),
+        deadline=EVAL["deadline_s"],
+        mirror=lambda w: eval_mirror_args(EVAL["europarl"]["url"].format(xx=w.xx)),
         sources=downloaded_from(lambda w: EVAL["europarl"]["url"].format(xx=w.xx)),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}",
+        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
+               " --deadline {params.deadline:q} {params.mirror}",
                keys=["evaluation.europarl.url"], sources=True)
 
 
