@@ -12,7 +12,7 @@ import pytest
 from laser_repro.cli import main
 from laser_repro.evaluation.europarl import (
     bow_idf_embedder, compute_idf, encoder_embedder, europarl_members, europarl_split, europarl_url, load_europarl,
-    muse_sides, sentence_retrieval, sentence_retrieval_methods, tfidf_sentence_retrieval)
+    muse_sides, sentence_embedder, sentence_retrieval, sentence_retrieval_methods, tfidf_sentence_retrieval)
 
 
 def _write(path, lines):
@@ -236,6 +236,9 @@ def test_cli_end_to_end(tmp_path, monkeypatch):
     module = types.ModuleType("laser_repro.models.bisent2vec.export")
     module.BiSent2VecEncoder = StandIn
     monkeypatch.setitem(sys.modules, "laser_repro.models.bisent2vec.export", module)
+    from laser_repro.models import registry
+
+    monkeypatch.setattr(registry, "read_encoder_file", lambda path: {"family": "bisent2vec"})
     src, tgt, _ = _random_corpus()
     # the English side is the source
     en = _write(tmp_path / "europarl-v7.fr-en.en", [" ".join(s) for s in src])
@@ -289,3 +292,56 @@ def test_europarl_languages_are_registry_codes_of_the_v7_releases():
     assert {languages.get(code).paper for code in EUROPARL_LANGUAGES} == v7  # get() refuses unknown codes
     assert europarl_url("lvs") == "https://www.statmt.org/europarl/v7/lv-en.tgz"
     assert europarl_members("lvs") == ("europarl-v7.lv-en.lv", "europarl-v7.lv-en.en")
+
+
+class SentenceFamily:
+    """A family that prepares text (here: marks the language and the codes) for a sentence encoder."""
+    name, takes_codes = "laser", True
+
+    def __init__(self):
+        self.prepared = []
+
+    def prepare(self, lines, lang, codes=None, lowercase=True):
+        self.prepared.append((lang, codes, lowercase))
+        return [f"{lang} {line}" for line in lines]
+
+
+class SentenceEncoder:
+    """Embeds a prepared line by hashing its words into 16 dimensions (a translation shares the words of
+    _random_corpus up to the f prefix, so retrieval works)."""
+
+    def embed(self, lines, lang):
+        out = np.zeros((len(lines), 16), dtype=np.float32)
+        for n, line in enumerate(lines):
+            words = line.split()
+            assert words[0] == lang  # prepared by the family for this language
+            for w in words[1:]:
+                out[n, sum(map(ord, w.lower().removeprefix("f"))) % 16] += 1
+        return out
+
+
+def test_cli_scores_an_encoder_of_another_family_on_the_same_queries(tmp_path, monkeypatch):
+    """A sentence encoder (LASER, multienc, LaBSE) embeds each loaded sentence whole, prepared by its family
+    with the codes; the queries and keys are those of the Bi-Sent2Vec protocol (same load, same split)."""
+    from laser_repro.evaluation import retrieval
+    from laser_repro.models import registry
+
+    family, encoder = SentenceFamily(), SentenceEncoder()
+    monkeypatch.setattr(registry, "read_encoder_file", lambda path: {"family": "laser"})
+    monkeypatch.setattr(retrieval, "load_for_retrieval", lambda path, codes: (family, encoder))
+    src, tgt, _ = _random_corpus()
+    en = _write(tmp_path / "europarl-v7.fr-en.en", [" ".join(s) for s in src])
+    fr = _write(tmp_path / "europarl-v7.fr-en.fr", [" ".join(t) for t in tgt])
+    out = tmp_path / "laser.json"
+    sizes = ["--n-keys", "100", "--n-queries", "30", "--n-idf", "80"]
+    assert main(["europarl-retrieval", "--encoder", "laser.pt", "--codes", "codes", "--src", "eng", "--tgt", "fra",
+                 "--src-file", str(en), "--tgt-file", str(fr), *sizes, "--output", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["family"] == "laser" and data["results"]["nn"]["n_queries"] == 30
+    assert set(family.prepared) == {("eng", "codes", True), ("fra", "codes", True)}
+    s, t = load_europarl(en, fr, dedup_first="tgt", max_lines=260)
+    ref = sentence_retrieval_methods(s, t, sentence_embedder(family, encoder, "eng", codes="codes"),
+                                     sentence_embedder(family, encoder, "fra", codes="codes"),
+                                     n_keys=100, n_queries=30, n_idf=80)
+    assert data["results"] == json.loads(json.dumps(ref))
+    assert data["results"]["nn"]["p@10"] > 50  # the hashed words find translations: a real retrieval

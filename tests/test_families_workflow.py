@@ -199,7 +199,7 @@ def test_schwenk_douze_tables_and_curves(families):
 
 def test_every_model_through_every_task(families):
     """Issue 27: the four families through the tasks of the toy fixtures (Tatoeba, UN, BUCC, XNLI, MLDoc,
-    WMT), one comparison table per task with a column group per model, each scored on the languages it embeds."""
+    WMT, Europarl), one comparison table per task with a column group per model, each scored on the languages it embeds."""
     workdir, _ = families
     tables = workdir / "results" / "tables" / "toy_compare"
     every = ["base", "toy_last", "toy_all", "toy_labse", "toy_b2v"]
@@ -229,6 +229,20 @@ def test_every_model_through_every_task(families):
     assert rows["spa"]["toy_b2v"] == ""  # MLDoc; en-fr: English only
     bucc = {r["row"]: r for r in csv.DictReader(open(tables / "compare_bucc.csv", encoding="utf-8"))}
     assert all(0 <= float(bucc["cmn"][name]) <= 100 for name in ("base", "toy_all", "toy_labse"))
+    # Europarl (MUSE's protocol): every model on the same queries and keys, both directions, beside TF-IDF
+    europarl = {r["row"]: r for r in csv.DictReader(open(tables / "compare_europarl.csv", encoding="utf-8"))}
+    assert list(europarl) == ["eng-fra", "fra-eng"]
+    for key in europarl:
+        assert 0 <= float(europarl[key]["TF-IDF"]) <= 100
+        for name in every:
+            assert 0 <= float(europarl[key][name]) <= 100 and 0 <= float(europarl[key][f"{name} init"]) <= 100
+    for direction in europarl:  # the same score files as Bi-Sent2Vec's Table 3
+        doc = json.loads((workdir / "results" / "toy_compare" / "eval" / "models" / "toy_b2v" /
+                          f"europarl_{direction}_encoder.json").read_text())
+        assert float(europarl[direction]["toy_b2v"]) == round(doc["results"]["nn"]["p@1"], 2)
+        laser = json.loads((workdir / "results" / "toy_compare" / "eval" / "models" / "base" /
+                            f"europarl_{direction}_encoder.json").read_text())
+        assert laser["family"] == "laser" and laser["results"]["nn"]["n_queries"] == 20
     # the model's own embeddings of the task's texts, prepared by its family
     for name in every[1:]:
         assert (workdir / "results" / "toy_compare" / "eval" / "xnli" / name / "emb" / "test-p.eng.npy").is_file()
@@ -304,7 +318,8 @@ def test_family_configs_dry_run(config, trained, tmp_path):
         assert "--deadline 1234 --base-url https://dl.fbaipublicfiles.com --mirror /srv/mirror/dl.fbaipublicfiles.com" in out
         assert "--deadline 1234 --base-url https://www.statmt.org --mirror /srv/mirror/www.statmt.org" in out
         assert counts.get("bisent2vec_vocab") == 7 and counts.get("bisent2vec_words") == 28
-        assert counts.get("bisent2vec_europarl") == 24 and counts.get("bisent2vec_tables") == 1
+        assert counts.get("model_europarl") == 24 and counts.get("europarl_tfidf") == 12
+        assert counts.get("bisent2vec_tables") == 1
     elif "2017" in config:
         for part in range(4):
             assert f"https://conferences.unite.un.org/uncorpus/Home/DownloadFile?filename=UNv1.0.6way.tar.gz.0{part}" in out

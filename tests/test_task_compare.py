@@ -61,8 +61,8 @@ def test_bucc_xnli_mldoc_values(tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "x.csv", encoding="utf-8")))
     assert [(r["row"], r["m"]) for r in rows] == [("eng", "70.0"), ("spa", "")]
     assert "higher is better" in (tmp_path / "x.md").read_text(encoding="utf-8")
-    with pytest.raises(ValueError, match="no comparison table for task 'europarl'"):
-        task_compare.task_values("europarl", [])
+    with pytest.raises(ValueError, match="no comparison table for task 'muse_words'"):
+        task_compare.task_values("muse_words", [])
 
 
 def _laser_tatoeba(lang, en_xx, xx_en, init):
@@ -101,3 +101,35 @@ def test_tatoeba_table_reads_laser_and_retrieval_scores_both_directions(tmp_path
 def test_un_cells_are_p_at_1(tmp_path):
     doc = _retrieval({"spa": (10.0, 12.5), "fra": (0.0, 40.0)})
     assert task_compare.task_values("un", [doc]) == {"spa": 87.5, "fra": 60.0}
+
+
+def _europarl(src, tgt, p1):
+    return {"task": "europarl", "src": src, "tgt": tgt,
+            "results": {"nn": {"p@1": p1, "p@5": p1, "p@10": p1}, "csls_knn_10": {"p@1": p1 + 1}}}
+
+
+def test_europarl_table_has_both_directions_per_language_and_tfidf_per_direction(tmp_path):
+    """One score file per direction: every model (its sentence embeddings, or a Bi-Sent2Vec model's bag of
+    words) beside its init and the TF-IDF files of the same queries and keys."""
+    def files(name, values):
+        return [_write(tmp_path / f"{name}_{s}-{t}.json", _europarl(s, t, v)) for (s, t), v in values.items()]
+
+    both = {("eng", "fra"): 40.0, ("fra", "eng"): 42.0, ("eng", "deu"): 30.0, ("deu", "eng"): 31.0}
+    pair = {("eng", "fra"): 60.0, ("fra", "eng"): 61.0}
+    models = [
+        {"name": "base", "family": "laser", "description": "base", "scores": files("base", both),
+         "init": files("base_init", {k: 1.0 for k in both}), "skipped": ""},
+        {"name": "b2v", "family": "bisent2vec", "description": "en-fr", "scores": files("b2v", pair),
+         "init": files("b2v_init", {k: 0.5 for k in pair}), "skipped": ""},
+    ]
+    tfidf = files("tfidf", {k: 80.0 for k in both})
+    md, out = tmp_path / "e.md", tmp_path / "e.csv"
+    task_compare.write_task_comparison(md, out, task="europarl", run_name="r", langs=["fra", "deu"], models=models,
+                                       tfidf_path=tfidf)
+    rows = {r["row"]: r for r in csv.DictReader(open(out, encoding="utf-8"))}
+    assert list(rows) == ["eng-fra", "fra-eng", "eng-deu", "deu-eng"]
+    assert (rows["fra-eng"]["base"], rows["fra-eng"]["base init"], rows["fra-eng"]["b2v"]) == ("42.0", "1.0", "61.0")
+    assert rows["eng-deu"]["b2v"] == "" and rows["deu-eng"]["TF-IDF"] == "80.0"
+    text = md.read_text(encoding="utf-8")
+    assert "| pair | base (laser) | base init | b2v (bisent2vec) | b2v init | TF-IDF |" in text
+    assert "higher is better" in text and "English → French" in text

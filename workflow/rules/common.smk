@@ -321,16 +321,36 @@ def bisent2vec_words_directions(name):
     return PLAN.bisent2vec_directions(name) if "muse_words" in EVAL else []
 
 
-def bisent2vec_europarl_directions(name):
-    pair = BISENT2VEC[name]["pair"]
-    if "europarl" not in EVAL or "eng" not in pair or not all(l == "eng" or l in EUROPARL_LANGUAGES for l in pair):
+def europarl_languages():
+    """The xx of the Europarl task (each with English): the configured ones, or every Europarl v7 language."""
+    langs = EVAL["europarl"].get("languages")
+    if langs is None:
+        return sorted(EUROPARL_LANGUAGES)
+    unknown = [lang for lang in langs if lang not in EUROPARL_LANGUAGES]
+    if unknown:
+        raise ValueError(f"evaluation.europarl.languages: {unknown} have no Europarl v7 xx-en release (the "
+                         f"languages: {', '.join(sorted(EUROPARL_LANGUAGES))})")
+    return list(langs)
+
+
+def europarl_size_args():
+    """europarl-retrieval's sizes and seed (quoted): MUSE's protocol as configured."""
+    e = EVAL["europarl"]
+    return shlex.join(str(x) for x in ("--n-keys", e["n_keys"], "--n-queries", e["n_queries"], "--n-idf", e["n_idf"],
+                                       "--seed", e["seed"]))
+
+
+def europarl_directions(name):
+    """The Europarl directions a model (any family) is scored on: (eng, xx) and (xx, eng) for each xx of
+    the task that it embeds with English (a Bi-Sent2Vec model: its pair's)."""
+    if "europarl" not in EVAL:
         return []
-    return PLAN.bisent2vec_directions(name)
+    return [d for xx in task_languages("europarl", name) for d in (("eng", xx), (xx, "eng"))]
 
 
 def bisent2vec_tables():
     """The tables of paper 002 this run writes: Tables 1, 3, 4 with their tasks, the pairs table always."""
-    with_results = any(bisent2vec_words_directions(n) or bisent2vec_europarl_directions(n) for n in BISENT2VEC)
+    with_results = any(bisent2vec_words_directions(n) or europarl_directions(n) for n in BISENT2VEC)
     return [*(["table1", "table3", "table4"] if with_results else []), "pairs"]
 
 
@@ -340,7 +360,7 @@ def _direction_files(name, kind, directions, encoder):
 
 def bisent2vec_result_files(name):
     """A Bi-Sent2Vec model's result files in the tables' model spec."""
-    words, sentences = bisent2vec_words_directions(name), bisent2vec_europarl_directions(name)
+    words, sentences = bisent2vec_words_directions(name), europarl_directions(name)
     tatoeba = bool(PLAN.model_tatoeba_languages(name))
     return {"words": _direction_files(name, "words", words, "encoder"),
             "words_init": _direction_files(name, "words", words, "encoder_init"),
@@ -362,6 +382,10 @@ def bisent2vec_table_models():
     return out
 
 
+def europarl_tfidf_file(src, tgt):
+    return f"{RUN}/eval/tfidf/europarl_{src}-{tgt}.json"
+
+
 def _baselines():
     """direction -> identical-strings file, direction -> Europarl TF-IDF file: those written beside the
     direction's first model (the baselines do not depend on the model, only on its vocabulary and data)."""
@@ -369,8 +393,8 @@ def _baselines():
     for name in BISENT2VEC:
         for s, t in bisent2vec_words_directions(name):
             identical.setdefault(f"{s}-{t}", f"{RUN}/eval/models/{name}/words_{s}-{t}_identical.json")
-        for s, t in bisent2vec_europarl_directions(name):
-            tfidf.setdefault(f"{s}-{t}", f"{RUN}/eval/models/{name}/europarl_{s}-{t}_tfidf.json")
+        for s, t in europarl_directions(name):
+            tfidf.setdefault(f"{s}-{t}", europarl_tfidf_file(s, t))
     return identical, tfidf
 
 

@@ -69,7 +69,7 @@ rule reproduces_table:
 rule compare_task:
     input:
         scores=lambda w: [p for m in task_models_spec(w.task) for p in (*m["scores"], *m["init"])],
-        tfidf=lambda w: [TASK_TFIDF[w.task]] if w.task in TASK_TFIDF else [],
+        tfidf=lambda w: task_tfidf_files(w.task),
     output:
         md="results/tables/{run}/compare_{task}.md",
         csv=report("results/tables/{run}/compare_{task}.csv", category="Model comparison", caption="../report/table.rst"),
@@ -80,7 +80,7 @@ rule compare_task:
     params:
         models=lambda w: shell_quote_json(task_models_spec(w.task)),
         langs=lambda w: configured_task_languages(w.task),
-        tfidf=lambda w, input: shlex.join(["--tfidf", input.tfidf[0]]) if input.tfidf else "",
+        tfidf=lambda w: shlex.join(["--tfidf", *task_tfidf_files(w.task)]) if task_tfidf_files(w.task) else "",
         run=CFG["run_name"],
     conda:
         "../envs/laser.yaml"

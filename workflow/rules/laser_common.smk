@@ -228,6 +228,8 @@ def eval_threads(w):
 def configured_task_languages(task):
     """A task's languages as configured: Tatoeba's, UN's and BUCC's xx (each paired with English), the test
     languages of XNLI and MLDoc (English included), WMT's present in the test set."""
+    if task == "europarl":
+        return europarl_languages()
     return wmt_languages() if task == "wmt" else list(EVAL[task]["languages"])
 
 
@@ -282,10 +284,17 @@ def eval_max_tokens_arg(name):
     return f"--max-tokens {int(CFG['embed']['max_tokens'])}" if name in VARIANTS else ""
 
 
-TASK_COMPARISONS = ["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt"]
-TASKS_WITH_INIT = ("tatoeba", "un", "wmt")  # the tasks that score each model at update 0 too
-TASK_TFIDF = {"tatoeba": f"{RUN}/eval/tfidf/tatoeba.json", "un": f"{RUN}/eval/tfidf/un.json",
-              "wmt": f"{RUN}/eval/wmt/tfidf_scores.json"}
+TASK_COMPARISONS = ["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt", "europarl"]
+TASKS_WITH_INIT = ("tatoeba", "un", "wmt", "europarl")  # the tasks that score each model at update 0 too
+
+
+def task_tfidf_files(task):
+    """The TF-IDF baseline's score files of a task (Europarl: one per direction of a compared model)."""
+    if task == "europarl":
+        return list(dict.fromkeys(europarl_tfidf_file(s, t) for name in task_compared_models()
+                                  for s, t in europarl_directions(name)))
+    return {"tatoeba": [f"{RUN}/eval/tfidf/tatoeba.json"], "un": [f"{RUN}/eval/tfidf/un.json"],
+            "wmt": [f"{RUN}/eval/wmt/tfidf_scores.json"]}.get(task, [])
 
 
 def task_compared_models():
@@ -311,6 +320,9 @@ def task_score_files(task, name, init=False):
         return [f"{RUN}/eval/models/{name}/un_{'encoder_init' if init else 'encoder'}.json"]
     if task == "bucc":
         return [f"{RUN}/eval/bucc/{name}/scores/{xx}.json" for xx in langs]
+    if task == "europarl":
+        return [f"{RUN}/eval/models/{name}/europarl_{s}-{t}_{'encoder_init' if init else 'encoder'}.json"
+                for s, t in europarl_directions(name)]
     return [f"{RUN}/eval/{task}/{name}/{'init_scores' if init else 'scores'}.json"]
 
 

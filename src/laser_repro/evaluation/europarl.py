@@ -24,7 +24,9 @@ which ran MUSE's sentence translation (Lample et al. 2018; github.com/facebookre
   sentence); a word not in the slice has no IDF.
 * **Sentence vectors** (``bow_idf``): the IDF-weighted average of the vectors of the sentence's distinct
   words that are both in the (200 000-word, lowercased) vocabulary and in the IDF; a sentence with no such
-  word gets the vector of the vocabulary's first (most frequent) word -- not a zero vector.
+  word gets the vector of the vocabulary's first (most frequent) word -- not a zero vector. That is the
+  protocol for word vectors (Bi-Sent2Vec); an encoder of another family embeds each sentence whole
+  (:func:`sentence_embedder`) on the same queries and keys.
 * **Retrieval**: queries and keys L2-normalised; ``nn`` = cosine; ``csls_knn_10`` = ``2 cos - r(query) -
   r(key)`` with r(query) the mean cosine to its 10 nearest keys and r(key) the mean cosine to its 10
   nearest *queries*; P@1/5/10 in percent.
@@ -243,6 +245,21 @@ def encoder_embedder(encoder, lang: str, *, max_vocab: int | None = MAX_VOCAB) -
     return embed
 
 
+def sentence_embedder(family, encoder, lang: str, *, codes=None, lowercase: bool = True) -> Embedder:
+    """The embedder of a sentence encoder of another family (LASER, multienc, LaBSE), scored on the same
+    queries and keys as a Bi-Sent2Vec model: each sentence's words (as loaded: Moses-tokenised, lowercased
+    unless ``--keep-case``) joined by spaces, prepared by the family (its own preprocessing, and its BPE
+    ``codes`` for a family that takes them) and embedded whole. Such an encoder has no word vectors to
+    average, so the IDF weights of MUSE's bag of words are not used."""
+
+    def embed(sentences: list[list[str]], idf: Mapping[str, float]) -> np.ndarray:
+        lines = [" ".join(sent) for sent in sentences]
+        return np.asarray(encoder.embed(family.prepare(lines, lang, codes=codes, lowercase=lowercase), lang),
+                          dtype=np.float32)
+
+    return embed
+
+
 def _normalize(x) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -350,7 +367,7 @@ def cmd_europarl(a) -> None:
     if not encoders and not a.tfidf:
         raise SystemExit("europarl-retrieval: give --encoder E --output OUT and/or --tfidf OUT")
     torch.set_num_threads(a.threads)
-    loaded = load_pair_encoders(encoders, (a.src, a.tgt), "europarl-retrieval")
+    embedders = [_embedders(path, a) for path in encoders]
     dedup_first, idf_first = muse_sides(a.src, a.tgt)
     tokenize = {}
     if a.moses:  # raw Europarl text: Moses-tokenise each line (MUSE's script runs tokenizer.perl first)
@@ -366,19 +383,36 @@ def cmd_europarl(a) -> None:
         results = tfidf_sentence_retrieval(src, tgt, **sizes)
         write_json(a.tfidf, {**base, "encoder": "tfidf", "results": results})
         log.info("europarl %s -> %s TF-IDF: %s", a.src, a.tgt, results)
-    for path, encoder, output in zip(encoders, loaded, outputs):
-        results = sentence_retrieval_methods(
-            src, tgt, encoder_embedder(encoder, a.src, max_vocab=a.max_vocab),
-            encoder_embedder(encoder, a.tgt, max_vocab=a.max_vocab), idf_first=idf_first,
-            device=resolve_device(a.device), **sizes)
-        write_json(output, {**base, "encoder": str(path), "results": results})
+    for path, (family, embed_src, embed_tgt), output in zip(encoders, embedders, outputs):
+        results = sentence_retrieval_methods(src, tgt, embed_src, embed_tgt, idf_first=idf_first,
+                                             device=resolve_device(a.device), **sizes)
+        write_json(output, {**base, "encoder": str(path), "family": family, "results": results})
         log.info("europarl %s -> %s with %s: %s", a.src, a.tgt, path, results)
 
 
+def _embedders(path, a) -> tuple[str, Embedder, Embedder]:
+    """(family, source embedder, target embedder) of an encoder file: a Bi-Sent2Vec encoder by MUSE's
+    IDF-weighted bag of its word vectors (the paper's protocol), any other family's by its sentence
+    embedding (:func:`sentence_embedder`)."""
+    from laser_repro.evaluation.retrieval import load_for_retrieval
+    from laser_repro.models import registry
+
+    if registry.read_encoder_file(path)["family"] == "bisent2vec":
+        [encoder] = load_pair_encoders([path], (a.src, a.tgt), "europarl-retrieval")
+        return ("bisent2vec", encoder_embedder(encoder, a.src, max_vocab=a.max_vocab),
+                encoder_embedder(encoder, a.tgt, max_vocab=a.max_vocab))
+    family, encoder = load_for_retrieval(path, a.codes)
+    codes = a.codes if family.takes_codes else None
+    return (family.name, sentence_embedder(family, encoder, a.src, codes=codes, lowercase=not a.keep_case),
+            sentence_embedder(family, encoder, a.tgt, codes=codes, lowercase=not a.keep_case))
+
+
 def add_cli(sub) -> None:
-    s = sub.add_parser("europarl-retrieval", help="MUSE Europarl sentence translation P@1/5/10 of a Bi-Sent2Vec "
-                                                  "encoder (IDF-weighted bag of words), or of TF-IDF")
-    s.add_argument("--encoder", nargs="+", help="exported Bi-Sent2Vec encoders (each with its --output)")
+    s = sub.add_parser("europarl-retrieval", help="MUSE Europarl sentence translation P@1/5/10 of an encoder of "
+                                                  "any family (Bi-Sent2Vec: IDF-weighted bag of words), or of TF-IDF")
+    s.add_argument("--encoder", nargs="+", help="exported encoders of any family (each with its --output)")
+    s.add_argument("--codes", help="the BPE codes of a family that takes codes (LASER, multienc: the ones its "
+                                   "encoder file names)")
     s.add_argument("--tfidf", metavar="OUT", help="also write the character n-gram TF-IDF baseline to OUT")
     s.add_argument("--src", required=True, help="ISO 639-3 code of the query side")
     s.add_argument("--tgt", required=True, help="ISO 639-3 code of the key side")

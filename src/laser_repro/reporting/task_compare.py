@@ -1,17 +1,20 @@
 """One table per evaluation task comparing the models of a run, of any family, on the same sentences:
-one row per language (WMT: per ordered language pair, then the average), one column group per model --
-ours, and the model at update 0 where the task scores it (Tatoeba, UN, WMT) -- beside the task's non-learned
-baseline where it has one (Tatoeba, UN, WMT: character n-gram TF-IDF). A model without an encoder for a task's languages has
+one row per language (WMT: per ordered language pair, then the average; Europarl: each language with
+English, both directions), one column group per model -- ours, and the model at update 0 where the task
+scores it (Tatoeba, UN, WMT, Europarl) -- beside the task's non-learned baseline where it has one (Tatoeba,
+UN, WMT, Europarl: character n-gram TF-IDF). A model without an encoder for a task's languages has
 no column but a line saying why; a model that embeds only some of them has its cells there (n/a elsewhere).
 
 Inputs, per task, as the task's own rules write them: Tatoeba scores of a LASER model (``tatoeba``: one
 file per language, ``en_xx_error``, ``xx_en_error``, ``init``) or of another family and TF-IDF
 (``retrieval``: ``results``: language -> ``error`` (xx -> eng), ``en_xx_error``), UN ``retrieval`` scores, WMT ``wmt-similarity`` scores (``pairs``,
 ``average_error``), BUCC ``bucc-evaluate`` scores (one file per language: ``language``, ``f1``), XNLI and
-MLDoc classifier scores (``test_accuracy``: language -> accuracy %).
+MLDoc classifier scores (``test_accuracy``: language -> accuracy %), Europarl ``europarl-retrieval`` scores
+(one file per direction: ``src``, ``tgt``, ``results.nn["p@1"]``).
 """
 from __future__ import annotations
 
+import os
 from typing import Mapping, Sequence
 
 from laser_repro.core import languages
@@ -27,8 +30,12 @@ MEASURES = {
     "bucc": ("F1 (%) of the mined pairs on the BUCC 2018 training set, at the F1-optimal margin threshold", False),
     "xnli": ("accuracy (%) of the classifier trained on English MultiNLI embeddings", False),
     "mldoc": ("accuracy (%) of the classifier trained on English MLDoc embeddings", False),
+    "europarl": ("P@1 (%) of Europarl sentence retrieval by nearest neighbour (MUSE's protocol, Bi-Sent2Vec's Table 3: "
+                 "each query's translation among the keys; a Bi-Sent2Vec model by idf-weighted bags of its word "
+                 "vectors, another model by its sentence embeddings)", False),
 }
-TASK_NAMES = {"tatoeba": "Tatoeba similarity", "un": "UN retrieval", "wmt": "WMT similarity", "bucc": "BUCC 2018 mining", "xnli": "XNLI", "mldoc": "MLDoc"}
+TASK_NAMES = {"tatoeba": "Tatoeba similarity", "un": "UN retrieval", "wmt": "WMT similarity", "bucc": "BUCC 2018 mining",
+              "xnli": "XNLI", "mldoc": "MLDoc", "europarl": "Europarl retrieval"}
 AVERAGE = "average"
 
 
@@ -72,6 +79,8 @@ def task_values(task: str, docs: Sequence[Mapping], init: bool = False) -> dict[
     if task in ("xnli", "mldoc"):
         [doc] = docs
         return {lang: float(acc) for lang, acc in doc["test_accuracy"].items()}
+    if task == "europarl":  # one document per direction
+        return {f"{doc['src']}-{doc['tgt']}": float(doc["results"]["nn"]["p@1"]) for doc in docs}
     raise ValueError(f"no comparison table for task {task!r} (known: {', '.join(MEASURES)})")
 
 
@@ -79,13 +88,15 @@ def row_keys(task: str, langs: Sequence[str]) -> list[str]:
     """The rows of a task's table: its languages (WMT: their ordered pairs, then the average)."""
     if task == "wmt":
         return [f"{s}-{t}" for s in langs for t in langs if s != t] + [AVERAGE]
+    if task == "europarl":  # each language with English, both directions
+        return [key for xx in langs for key in (f"eng-{xx}", f"{xx}-eng")]
     return list(langs)
 
 
 def _label(task: str, key: str) -> str:
     if key == AVERAGE:
         return "average (over each model's own pairs)"
-    if task == "wmt":
+    if task in ("wmt", "europarl"):
         src, trg = key.split("-")
         return f"{languages.get(src).name} → {languages.get(trg).name}"
     return languages.get(key).name
@@ -112,9 +123,10 @@ def _rounded(value: float | None) -> float | None:
 
 
 def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs: Sequence[str],
-                          models: Sequence[Mapping], tfidf_path: str | None = None) -> None:
+                          models: Sequence[Mapping], tfidf_path: str | os.PathLike | Sequence[str] | None = None) -> None:
     """The comparison table of ``task``. ``models``: ``{"name", "family", "description", "scores": [paths],
-    "init": [paths] or [], "skipped": reason or ""}`` in column order (a skipped model: a note, no column)."""
+    "init": [paths] or [], "skipped": reason or ""}`` in column order (a skipped model: a note, no column);
+    ``tfidf_path``: the baseline's score file(s) (Europarl: one per direction)."""
     from laser_repro.reporting.tables import write_table
 
     what, lower = MEASURES[task] if task in MEASURES else (None, None)
@@ -128,9 +140,10 @@ def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs:
         values = task_values(task, [read_json(p) for p in m["scores"]])
         init = task_values(task, [read_json(p) for p in m["init"]], init=True) if m.get("init") else None
         scored.append({**m, "values": values, "init": init})
-    tfidf = task_values(task, [read_json(tfidf_path)]) if tfidf_path else None
+    paths = [tfidf_path] if isinstance(tfidf_path, (str, os.PathLike)) else list(tfidf_path or [])
+    tfidf = task_values(task, [read_json(p) for p in paths]) if paths else None
     rows = compare_rows(task, langs, scored, tfidf)
-    columns = [("name", "language" if task != "wmt" else "pair")]
+    columns = [("name", "pair" if task in ("wmt", "europarl") else "language")]
     for m in scored:
         columns.append((m["name"], f"{m['name']} ({m['family']})"))
         if m["init"] is not None:
@@ -165,7 +178,8 @@ def add_cli(sub) -> None:
     s.add_argument("--languages", nargs="+", required=True, help="the task's languages, in table order")
     s.add_argument("--models", required=True,
                    help='JSON list of {"name", "family", "description", "scores": [paths], "init": [paths], "skipped"}')
-    s.add_argument("--tfidf", help="the task's TF-IDF baseline scores (Tatoeba, UN, WMT)")
+    s.add_argument("--tfidf", nargs="+", help="the task's TF-IDF baseline scores (Tatoeba, UN, WMT; Europarl: one "
+                                              "file per direction)")
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
     s.set_defaults(func=cmd_compare_task)

@@ -88,40 +88,6 @@ rule bisent2vec_words:  # MUSE word translation P@1 (NN, CSLS) of one direction:
                " --max-target {params.max_target:q} --threads {threads}")
 
 
-rule bisent2vec_europarl:  # Europarl sentence retrieval P@1 (MUSE's protocol) of one direction: model, update 0, TF-IDF
-    input:
-        encoder="results/{run}/models/{model}/encoder.pt",
-        init="results/{run}/models/{model}/encoder_init.pt",
-        src=lambda w: europarl_file(w.src, w.tgt, w.src),
-        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
-    output:
-        model="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder.json",
-        init="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
-        tfidf="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_tfidf.json",
-    log:
-        "results/{run}/logs/{model}/europarl_{src}-{tgt}.log",
-    wildcard_constraints:
-        model=alternatives(BISENT2VEC),
-        src="[a-z]{3}",
-        tgt="[a-z]{3}",
-    params:
-        n_keys=lambda w: EVAL["europarl"]["n_keys"],
-        n_queries=lambda w: EVAL["europarl"]["n_queries"],
-        n_idf=lambda w: EVAL["europarl"]["n_idf"],
-        seed=lambda w: EVAL["europarl"]["seed"],
-    threads: 2
-    resources:
-        mem_mb=16000,
-    conda:
-        "../../envs/laser.yaml"
-    shell:
-        logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q}"
-               " --output {output.model:q} {output.init:q} --tfidf {output.tfidf:q} --src {wildcards.src:q}"
-               " --tgt {wildcards.tgt:q} --src-file {input.src:q} --tgt-file {input.tgt:q} --moses"
-               " --n-keys {params.n_keys:q} --n-queries {params.n_queries:q} --n-idf {params.n_idf:q}"
-               " --seed {params.seed:q} --threads {threads}")
-
-
 rule download_muse_dictionary:
     output:
         "resources/muse/dictionaries/{src}-{tgt}.5000-6500.txt",

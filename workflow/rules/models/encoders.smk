@@ -143,6 +143,63 @@ rule model_un:  # UN retrieval (LaBSE's P@1 = 100 - error) of any model: each se
                " --threads {threads} --output {output.model:q} {output.init:q}")
 
 
+rule model_europarl:  # Europarl sentence retrieval (MUSE's protocol, paper 002 Table 3) of one direction: any model and its update 0
+    input:
+        unpack(lambda w: model_codes(w.model)),
+        encoder="results/{run}/models/{model}/encoder.pt",
+        init="results/{run}/models/{model}/encoder_init.pt",
+        src=lambda w: europarl_file(w.src, w.tgt, w.src),
+        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
+    output:
+        model="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder.json",
+        init="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
+    log:
+        "results/{run}/logs/{model}/europarl_{src}-{tgt}.log",
+    wildcard_constraints:
+        model=alternatives(EVAL_MODELS),
+        src="[a-z]{3}",
+        tgt="[a-z]{3}",
+    params:
+        sizes=lambda w: europarl_size_args(),
+        codes=lambda w, input: model_codes_arg(w.model, input),
+        # MUSE's protocol lowercases (Bi-Sent2Vec); a sentence encoder sees its training data's case
+        keep_case=lambda w: "" if w.model in BISENT2VEC or eval_lowercase(w.model) else "--keep-case",
+    threads: 2
+    resources:
+        mem_mb=16000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q} {params.codes}"
+               " --output {output.model:q} {output.init:q} --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+               " --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.keep_case} {params.sizes}"
+               " --threads {threads}", keys=["evaluation.europarl"])
+
+
+rule europarl_tfidf:  # the non-learned baseline on the same Europarl queries and keys, one direction
+    input:
+        src=lambda w: europarl_file(w.src, w.tgt, w.src),
+        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
+    output:
+        "results/{run}/eval/tfidf/europarl_{src}-{tgt}.json",
+    log:
+        "results/{run}/logs/europarl_tfidf_{src}-{tgt}.log",
+    wildcard_constraints:
+        src="[a-z]{3}",
+        tgt="[a-z]{3}",
+    params:
+        sizes=lambda w: europarl_size_args(),
+    threads: 2
+    resources:
+        mem_mb=16000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro europarl-retrieval --tfidf {output:q} --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+               " --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.sizes} --threads {threads}",
+               keys=["evaluation.europarl"])
+
+
 rule un_tfidf:  # the non-learned baseline on the same UN sentences
     input:
         xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in EVAL["un"]["languages"]],
