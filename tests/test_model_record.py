@@ -81,6 +81,27 @@ def test_a_table_refuses_a_stale_model_in_one_line(tmp_path):
     assert not (tmp_path / "t").exists() or not any((tmp_path / "t").iterdir())
 
 
+
+def test_a_task_comparison_refuses_a_stale_model(tmp_path):
+    """compare-task (the per-task tables of every model) checks the models' records like the paper tables."""
+    path = tmp_path / "model_record.json"
+    write_model_record(path, family="bisent2vec", settings=_b2v(tmp_path, ngrams=2), status={})
+    spec = json.dumps(_spec(path, _b2v(tmp_path, ngrams=1)))
+    models = json.dumps([{"name": "toy_b2v", "family": "bisent2vec", "description": "d", "scores": [], "init": [],
+                          "skipped": "no encoder"}])
+    args = [*LASER_REPRO, "compare-task", "--task", "europarl", "--run-name", "r", "--languages", "fra",
+            "--models", models, "--md", str(tmp_path / "t.md"), "--csv", str(tmp_path / "t.csv")]
+    proc = subprocess.run([*args, "--model-records", spec], capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("compare-task europarl: refusing") and "model toy_b2v" in proc.stderr
+    assert "record 2, config 1" in proc.stderr
+    assert not (tmp_path / "t.md").exists()
+    spec = json.dumps(_spec(path, _b2v(tmp_path, ngrams=2)))
+    proc = subprocess.run([*args, "--model-records", spec], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "toy_b2v (bisent2vec): not scored: no encoder" in (tmp_path / "t.md").read_text()
+
+
 # ---- the launcher and its job ------------------------------------------------------------------------------
 def _train_cmd(root, save, settings):
     return [*LASER_REPRO, "train", "--family", "bisent2vec", "--data", str(root), "--save-dir", str(save),

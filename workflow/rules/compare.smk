@@ -82,8 +82,10 @@ rule compare_task:
         langs=lambda w: configured_task_languages(w.task),
         tfidf=lambda w: shlex.join(["--tfidf", *task_tfidf_files(w.task)]) if task_tfidf_files(w.task) else "",
         run=CFG["run_name"],
+        records=lambda w: model_records_arg(task_compared_models()),
     conda:
         "../envs/laser.yaml"
     shell:
         logged("laser-repro compare-task --task {wildcards.task:q} --run-name {params.run:q} --languages {params.langs:q}"
-               " --models {params.models} {params.tfidf} --md {output.md:q} --csv {output.csv:q}")
+               " --models {params.models} {params.tfidf} --md {output.md:q} --csv {output.csv:q}"
+               " --model-records {params.records:q}")

@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 from laser_repro.core import languages
 from laser_repro.core.textio import read_json
+from laser_repro.models.record import add_model_records_option
 
 #: task -> (what a cell is, whether lower is better)
 MEASURES = {
@@ -163,6 +164,9 @@ def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs:
 def cmd_compare_task(a) -> None:
     import json
 
+    from laser_repro.models.record import require_model_records
+
+    require_model_records(a.model_records, f"compare-task {a.task}")
     try:
         models = json.loads(a.models)
         write_task_comparison(a.md, a.csv, task=a.task, run_name=a.run_name, langs=a.languages, models=models,
@@ -182,4 +186,5 @@ def add_cli(sub) -> None:
                                               "file per direction)")
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
+    add_model_records_option(s)
     s.set_defaults(func=cmd_compare_task)
