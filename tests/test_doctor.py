@@ -17,9 +17,16 @@ FAIRSEQ = {"version": "0.12.3.1", "distribution": "fairseq-fixed", "missing_exte
 VERSIONS = {"python": "3.11.7", "snakemake": "9.27.1", "numpy": "2.4.6"}
 
 
-def cuda_torch(gpus):
-    return {"version": "2.13.0", "cuda": "13.0", "cudnn": 92000, "nccl": "2.29.7", "gpus": gpus,
-            "cuda_visible_devices": None}
+# torch.cuda.get_arch_list() of the CUDA 13.0 and 12.6 builds (PyTorch's support matrix)
+CU130_ARCHES = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
+CU126_ARCHES = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+DRIVER_580 = {"cuda": [13, 0], "version": "580.95.05", "gpus": None}
+DRIVER_550 = {"cuda": [12, 4], "version": "550.54.15", "gpus": None}
+
+
+def cuda_torch(gpus, cuda="13.0", arch_list=CU130_ARCHES):
+    return {"version": "2.13.0", "cuda": cuda, "cudnn": 92000, "nccl": "2.29.7", "gpus": gpus,
+            "cuda_visible_devices": None, "arch_list": arch_list}
 
 
 CPU_TORCH = {"version": "2.13.0+cpu", "cuda": None, "cudnn": None, "nccl": None, "gpus": [],
@@ -28,8 +35,9 @@ GPU_FAISS = {"version": "1.14.1", "distribution": "faiss-gpu-cu12", "gpu_support
 CPU_FAISS = {"version": "1.15.1", "distribution": "faiss-cpu", "gpu_support": False, "gpus": 0}
 
 
-def fake(monkeypatch, torch, faiss, nvidia_device, fairseq=FAIRSEQ):
+def fake(monkeypatch, torch, faiss, nvidia_device, fairseq=FAIRSEQ, driver=DRIVER_580):
     monkeypatch.setattr(doctor, "probe_torch", lambda: torch)
+    monkeypatch.setattr(doctor, "probe_driver", lambda: driver)
     monkeypatch.setattr(doctor, "probe_faiss", lambda: faiss)
     monkeypatch.setattr(doctor, "probe_fairseq", lambda: fairseq)
     monkeypatch.setattr(doctor, "probe_versions", lambda: VERSIONS)
@@ -101,11 +109,72 @@ def test_knn_device_gpu_needs_a_faiss_gpu_build():
 def test_missing_fairseq_extensions_and_bf16_on_old_gpus():
     broken = dict(FAIRSEQ, missing_extensions=["fairseq.data.data_utils_fast (ImportError: x)"])
     wants = doctor.Wants(bf16_models=["laser"])
-    found = doctor.diagnose({"torch": cuda_torch([H100, V100]), "faiss": GPU_FAISS, "fairseq": broken}, wants)
+    found = doctor.diagnose({"torch": cuda_torch([H100, V100], "12.6", CU126_ARCHES), "faiss": GPU_FAISS,
+                             "fairseq": broken}, wants)
     text = "\n".join(f"{f.level}: {f.message}" for f in found)
     assert "ERROR: fairseq's compiled extensions do not import: fairseq.data.data_utils_fast" in text
     assert "WARNING: train.precision bf16 (laser) but Tesla V100-SXM2-32GB lack bf16" in text
     assert "H100" not in text.split("lack bf16")[0].split("but")[-1]
+
+
+def test_v100_under_a_cuda13_torch_is_an_error_naming_the_build(monkeypatch, capsys):
+    # torch's default wheel (CUDA 13.0) has no sm_70 kernels: a V100 node fails at its first kernel
+    fake(monkeypatch, cuda_torch([V100]), GPU_FAISS, nvidia_device=True)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER)
+    errors = [line for line in out.splitlines() if line.startswith("ERROR:")]
+    assert status == 1 and len(errors) == 1, out
+    assert "Tesla V100-SXM2-32GB (compute capability 7.0) has no kernels in torch 2.13.0" in errors[0]
+    assert "bash scripts/setup.sh --gpu --cuda 12.6" in errors[0]
+    assert "OK: torch sees" not in out
+    # the 12.6 build runs it
+    fake(monkeypatch, cuda_torch([V100], "12.6", CU126_ARCHES), GPU_FAISS, nvidia_device=True)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER)
+    assert status == 0 and "OK: torch sees 1 GPU(s), built for CUDA 12.6" in out, out
+
+
+def test_cuda13_torch_under_an_older_driver_is_an_error_naming_the_build(monkeypatch, capsys):
+    # an R550 driver (CUDA 12.4): torch 13.0 sees no GPU; nvidia-smi still lists it
+    driver = dict(DRIVER_550, gpus=[{"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "driver_version": "550.54.15"}])
+    fake(monkeypatch, cuda_torch([]), dict(GPU_FAISS, gpus=0), nvidia_device=True, driver=driver)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER)
+    errors = [line for line in out.splitlines() if line.startswith("ERROR:")]
+    assert status == 1 and len(errors) == 1, out
+    assert "built for CUDA 13.0 but this node's NVIDIA driver 550.54.15 supports CUDA 12.4 at most" in errors[0]
+    assert "bash scripts/setup.sh --gpu --cuda 12.6" in errors[0]  # the build 12.4 runs fully
+    assert "driver      NVIDIA 550.54.15, CUDA 12.4" in out
+    # a 12.8 build on that driver runs (minor-version compatibility)
+    fake(monkeypatch, cuda_torch([H100], "12.8", CU130_ARCHES[:-1]), GPU_FAISS, nvidia_device=True, driver=driver)
+    status, out = run(capsys, "--profile", PROFILE, "--configfile", PAPER, "--strict")
+    assert status == 0, out
+
+
+@pytest.mark.parametrize("driver, capabilities, expected", [
+    ((13, 0), [(7, 0)], "12.6"),          # V100 on a new driver: only 12.6 has sm_70
+    ((13, 0), [(9, 0), (7, 0)], "12.6"),  # a mixed node: the build that runs both
+    ((13, 0), [(9, 0)], "13.0"),
+    ((12, 9), [(9, 0)], "12.8"),
+    ((12, 4), [(8, 0)], "12.6"),          # no build <= 12.4: the least minor-version reliance
+    ((12, 8), [(10, 0)], "12.8"),         # Blackwell: not in 12.6
+    ((12, 4), [(8, 9)], "12.6"),          # L40: sm_86 kernels run on 8.9
+    ((13, 0), [(12, 1)], "13.0"),         # only 13.0 has PTX for newer GPUs
+    ((11, 8), [(8, 0)], None),            # no CUDA 12 driver
+    ((13, 0), [(3, 7)], None),            # Kepler
+])
+def test_cuda_build_choice(driver, capabilities, expected):
+    from laser_repro.core.cuda_builds import choose
+
+    build, why = choose(driver, capabilities)
+    assert (build.cuda if build else None) == expected, why
+
+
+def test_nvidia_smi_query_parsed():
+    from laser_repro.core.cuda_builds import parse_nvidia_smi
+
+    gpus = parse_nvidia_smi("Tesla V100-SXM2-32GB, 7.0, 535.183.01\nNVIDIA H100 80GB HBM3, 9.0, 535.183.01\n")
+    assert gpus == [{"name": "Tesla V100-SXM2-32GB", "capability": [7, 0], "driver_version": "535.183.01"},
+                    {"name": "NVIDIA H100 80GB HBM3", "capability": [9, 0], "driver_version": "535.183.01"}]
+    with pytest.raises(ValueError, match="line 1"):
+        parse_nvidia_smi("garbage\n")
 
 
 def test_profile_gpu_rules(tmp_path):

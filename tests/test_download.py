@@ -136,6 +136,7 @@ def _payload(root: Path, name: str = "data.bin", n: int = 300_000) -> tuple[Path
 def _no_leftovers(dest: Path) -> None:
     assert not dest.exists()
     assert not dest.with_suffix(dest.suffix + ".part").exists()
+    assert not dest.with_suffix(dest.suffix + ".part.json").exists()  # the .part's record
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -611,3 +612,294 @@ def test_cli_fetch_all_pairs_absent_is_an_error_naming_the_url_pattern(server, t
     with pytest.raises(NotFoundError, match=r"none of the 3 pair\(s\)"):
         fetch_kzj(str(tmp_path / "empty-mirror"))
     assert not dest.exists()
+
+
+# --------------------------------------------------------------------------- resuming with Range requests
+
+
+class _RangeServer:
+    """State of the ``range_server`` fixture: the files it serves and how it behaves."""
+
+    def __init__(self):
+        self.files: dict[str, tuple[bytes, str]] = {}  # name -> (body, ETag)
+        self.validator = "etag"  # "etag": sends an ETag; "last-modified": only a Last-Modified date
+        self.cut_after: int | None = None  # the first response of a path ends after this many body bytes...
+        self.stall = False  # ... and then hangs (until teardown) instead of dropping the connection
+        self.ranges = True  # honours Range (False: always 200, the whole file)
+        self.if_range = True  # honours If-Range (False: a 206 even when the validator does not match)
+        self.range_from: int | None = None  # a faulty server: its 206 starts at this byte, whatever was asked
+        self.on_cut = None  # called after the first response was cut (e.g. to change the file)
+        self.requests: list[dict] = []  # {path, range, if_range, status, sent}
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.url = ""
+
+    def put(self, name: str, body: bytes, etag: str) -> None:
+        self.files[name] = (body, etag)
+
+    def validator_of(self, name: str) -> str:
+        body, etag = self.files[name]
+        return etag if self.validator == "etag" else self.last_modified(etag)
+
+    @staticmethod
+    def last_modified(etag: str) -> str:  # one date per version of a file
+        return f"Sun, 0{len(etag) % 9 + 1} Nov 2026 10:00:00 GMT"
+
+
+@pytest.fixture
+def range_server():
+    """An HTTP server for resumed downloads: /NAME (or /alias/NAME, the same file under another URL)
+    serves ``files[NAME]`` with Range / If-Range support and the faults set on the state."""
+    state = _RangeServer()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            name = self.path.rsplit("/", 1)[-1]
+            if name not in state.files:
+                self.send_error(404)
+                return
+            body, etag = state.files[name]
+            validator = state.validator_of(name)
+            rng, if_range = self.headers.get("Range"), self.headers.get("If-Range")
+            with state.lock:
+                first = not any(r["path"] == self.path for r in state.requests)
+                entry = {"path": self.path, "range": rng, "if_range": if_range, "status": 200, "sent": 0}
+                state.requests.append(entry)
+            start = 0
+            m = re.fullmatch(r"bytes=(\d+)-", rng or "")
+            if m and state.ranges and (if_range is None or if_range == validator or not state.if_range):
+                start = int(m[1]) if state.range_from is None else state.range_from
+                if start >= len(body):
+                    entry["status"] = 416
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                entry["status"] = 206
+            self.send_response(entry["status"])
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body) - start))
+            self.send_header("Accept-Ranges", "bytes")
+            if state.validator == "etag":
+                self.send_header("ETag", etag)
+            else:
+                self.send_header("Last-Modified", validator)
+            if entry["status"] == 206:
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.end_headers()
+            chunk = body[start:]
+            cut = first and state.cut_after is not None
+            if cut:
+                chunk = chunk[: state.cut_after]
+            self.wfile.write(chunk)
+            self.wfile.flush()
+            entry["sent"] = len(chunk)
+            if cut:
+                if state.stall:
+                    state.release.wait(30)
+                if state.on_cut is not None:
+                    state.on_cut()
+                self.close_connection = True  # the client sees the body end early
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    t.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        t.join(5)
+
+
+def _versions(n: int = 200_000) -> tuple[bytes, bytes]:
+    """Two versions of a file of the same length (a splice of them would pass a size check)."""
+    return (hashlib.sha256(b"v1").digest() * (n // 32), hashlib.sha256(b"v2").digest() * (n // 32))
+
+
+@pytest.mark.parametrize("validator", ["etag", "last-modified"])
+def test_dropped_connection_is_resumed_with_a_range_request(range_server, tmp_path, monkeypatch, validator):
+    from laser_repro.core import download
+
+    old, _ = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    range_server.validator = validator
+    range_server.cut_after = 70_000
+    bars = []
+    real_bar = download._progress_bar
+    monkeypatch.setattr(download, "_progress_bar",
+                        lambda total, desc, enabled, initial=0: bars.append((total, initial)) or
+                        real_bar(total, desc, enabled, initial))
+    dest = tmp_path / "data.bin"
+    rec = fetch_with_record(f"{range_server.url}/data.bin", dest, sha256=hashlib.sha256(old).hexdigest(),
+                            size=len(old), retries=2, **FAST)
+    assert dest.read_bytes() == old
+    full, ranged = range_server.requests
+    assert (full["range"], full["status"], full["sent"]) == (None, 200, 70_000)
+    assert ranged["range"] == "bytes=70000-" and ranged["status"] == 206
+    assert ranged["if_range"] == range_server.validator_of("data.bin")
+    assert full["sent"] + ranged["sent"] == len(old)  # one full and one ranged request, not two full ones
+    assert rec["attempts"] == 2 and rec["resumed_at"] == 70_000 and rec["bytes"] == len(old)
+    assert bars == [(len(old), 0), (len(old), 70_000)]  # the progress bar starts at the resumed byte
+    assert not (tmp_path / "data.bin.part").exists() and not (tmp_path / "data.bin.part.json").exists()
+
+
+@pytest.mark.parametrize("fault", ["ignores-range", "wrong-content-range"])
+def test_resume_refused_by_the_server_starts_over(range_server, tmp_path, caplog, fault):
+    old, _ = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    range_server.cut_after = 70_000
+    if fault == "ignores-range":
+        range_server.ranges = False
+    else:  # a 206 for another range than the one asked
+        range_server.range_from = 100
+    dest = tmp_path / "data.bin"
+    with caplog.at_level("WARNING", logger="laser_repro.core.download"):
+        rec = fetch_with_record(f"{range_server.url}/data.bin", dest, sha256=hashlib.sha256(old).hexdigest(),
+                                retries=2, **FAST)
+    assert dest.read_bytes() == old and rec["resumed_at"] == 0
+    why = "ignores Range" if fault == "ignores-range" else "bytes from 100 on, not 70000"
+    assert any("cannot resume at byte 70000" in r.message and why in r.message for r in caplog.records)
+    statuses = [r["status"] for r in range_server.requests]
+    # a refused 206 is closed and the whole file asked for again; a 200 is used as it is
+    assert statuses == ([200, 200] if fault == "ignores-range" else [200, 206, 200])
+    assert range_server.requests[-1]["sent"] == len(old)
+
+
+@pytest.mark.parametrize("server_checks_if_range", [True, False])
+def test_file_changed_between_attempts_is_never_spliced(range_server, tmp_path, caplog, server_checks_if_range):
+    old, new = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    range_server.cut_after = 70_000
+    range_server.on_cut = lambda: range_server.put("data.bin", new, '"v2"')
+    # False: a server that ignores If-Range and sends the new file's bytes as a 206 (with its new ETag)
+    range_server.if_range = server_checks_if_range
+    dest = tmp_path / "data.bin"
+    with caplog.at_level("WARNING", logger="laser_repro.core.download"):
+        fetch(f"{range_server.url}/data.bin", dest, size=len(new), retries=2, **FAST)
+    assert dest.read_bytes() == new
+    assert range_server.requests[1]["if_range"] == '"v1"'
+    assert [r["status"] for r in range_server.requests] == ([200, 200] if server_checks_if_range else [200, 206, 200])
+    assert any("changed on the server" in r.message and '"v2"' in r.message for r in caplog.records)
+
+
+def test_checksum_failure_after_a_resumed_transfer_discards_the_part(range_server, tmp_path):
+    old, new = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    range_server.cut_after = 70_000
+    # a server that changes the file but not its ETag: the resume splices, the checksum catches it
+    range_server.on_cut = lambda: range_server.put("data.bin", new, '"v1"')
+    dest = tmp_path / "data.bin"
+    with pytest.raises(ChecksumMismatchError, match="resumed at byte 70000; the partial file was discarded"):
+        fetch(f"{range_server.url}/data.bin", dest, sha256=hashlib.sha256(old).hexdigest(), retries=2, **FAST)
+    _no_leftovers(dest)
+    range_server.on_cut = None
+    fetch(f"{range_server.url}/data.bin", dest, size=len(new), **FAST)  # the next run starts from byte 0
+    assert dest.read_bytes() == new and range_server.requests[-1]["range"] is None
+
+
+def _killed_download(range_server, url: str, dest: Path) -> int:
+    """Run a download in another process, kill it (SIGKILL, as a preempted job) once part of the body
+    is in ``<dest>.part``; return how many bytes the .part kept."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    range_server.cut_after, range_server.stall = 150_000, True
+    part = dest.with_suffix(dest.suffix + ".part")
+    code = "import sys; from laser_repro.core.download import fetch; fetch(sys.argv[1], sys.argv[2], progress=False)"
+    proc = subprocess.Popen([sys.executable, "-c", code, url, str(dest)])
+    try:
+        for _ in range(1500):  # wait (up to 30 s) for the first bytes on disk; the server then stalls
+            if part.is_file() and part.stat().st_size > 0 or proc.poll() is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -9 and part.stat().st_size > 0
+    range_server.cut_after, range_server.stall = None, False
+    return part.stat().st_size
+
+
+def test_part_left_by_a_killed_run_is_resumed_only_from_its_own_url(range_server, tmp_path, caplog):
+    import shutil
+
+    old, _ = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    url = f"{range_server.url}/data.bin"
+    dest = tmp_path / "a" / "data.bin"
+    have = _killed_download(range_server, url, dest)
+    # the same leftover beside another destination that is fetched from another URL
+    other = tmp_path / "b" / "data.bin"
+    other.parent.mkdir()
+    for suffix in (".part", ".part.json"):
+        shutil.copy(dest.with_suffix(".bin" + suffix), other.with_suffix(".bin" + suffix))
+
+    rec = fetch_with_record(url, dest, sha256=hashlib.sha256(old).hexdigest(), **FAST)
+    assert dest.read_bytes() == old and rec["resumed_at"] == have and rec["attempts"] == 1
+    assert range_server.requests[-1]["range"] == f"bytes={have}-" and range_server.requests[-1]["status"] == 206
+
+    with caplog.at_level("WARNING", logger="laser_repro.core.download"):
+        fetch(f"{range_server.url}/alias/data.bin", other, **FAST)
+    assert other.read_bytes() == old
+    assert range_server.requests[-1]["range"] is None and range_server.requests[-1]["sent"] == len(old)
+    assert any("discarding the partial download" in r.message and "another URL" in r.message for r in caplog.records)
+    assert sorted(p.name for p in other.parent.iterdir()) == ["data.bin"]
+
+
+@pytest.mark.parametrize("leftover", ["no-record", "no-validator", "complete"])
+def test_leftover_part_that_cannot_be_trusted_is_discarded(range_server, tmp_path, caplog, leftover):
+    import json
+
+    old, new = _versions()
+    range_server.put("data.bin", new, '"v2"')
+    url = f"{range_server.url}/data.bin"
+    dest = tmp_path / "data.bin"
+    part, record = tmp_path / "data.bin.part", tmp_path / "data.bin.part.json"
+    part.write_bytes(old[:50_000] if leftover != "complete" else new)
+    if leftover != "no-record":
+        etag = None if leftover == "no-validator" else '"v2"'
+        record.write_text(json.dumps({"url": url, "etag": etag, "last_modified": None, "total": len(new)}))
+    with caplog.at_level("WARNING", logger="laser_repro.core.download"):
+        fetch(url, dest, size=len(new), **FAST)
+    assert dest.read_bytes() == new and not part.exists() and not record.exists()
+    if leftover == "complete":  # killed after its last byte: the server answers 416, then the whole file
+        assert [(r["range"], r["status"]) for r in range_server.requests] == [(f"bytes={len(new)}-", 416),
+                                                                             (None, 200)]
+        assert any("HTTP 416" in r.message for r in caplog.records)
+    else:
+        assert [(r["range"], r["status"]) for r in range_server.requests] == [(None, 200)]
+        why = "no record" if leftover == "no-record" else "no ETag / Last-Modified"
+        assert any("discarding the partial download" in r.message and why in r.message for r in caplog.records)
+
+
+def test_interrupted_download_keeps_its_part_for_the_next_run(range_server, tmp_path, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt) is not a failure of the download: the .part and its record stay."""
+    from laser_repro.core import download
+
+    old, _ = _versions()
+    range_server.put("data.bin", old, '"v1"')
+    real_copy = download._copy_stream
+
+    def copy_then_interrupt(src, dst, *args, **kwargs):
+        dst.write(src.read(30_000))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(download, "_copy_stream", copy_then_interrupt)
+    dest = tmp_path / "data.bin"
+    url = f"{range_server.url}/data.bin"
+    with pytest.raises(KeyboardInterrupt):
+        fetch(url, dest, **FAST)
+    assert (tmp_path / "data.bin.part").stat().st_size == 30_000 and (tmp_path / "data.bin.part.json").is_file()
+    monkeypatch.setattr(download, "_copy_stream", real_copy)
+    assert fetch_with_record(url, dest, **FAST)["resumed_at"] == 30_000
+    assert dest.read_bytes() == old and range_server.requests[-1]["range"] == "bytes=30000-"

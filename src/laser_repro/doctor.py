@@ -5,7 +5,11 @@ its compiled extensions, Snakemake), the GPUs this process sees (name, memory, c
 bf16), and compares them with what a SLURM profile and a config ask for: training rules given GPUs
 (profile ``set-resources``/``default-resources`` keys gpu, gpus, gres or slurm_extra, or a config's
 ``models.<m>.train.gpus`` / ``.pretrain.gpus``) need torch's CUDA build; ``evaluation.knn_device: gpu`` needs faiss with GPU support;
-``train.precision: bf16`` needs GPUs of compute capability 8.0 or newer. Every probe is a function
+``train.precision: bf16`` needs GPUs of compute capability 8.0 or newer. A CUDA build of torch must
+match the node: the NVIDIA driver must support its CUDA major version (13.0 needs driver >= 580) and every
+GPU's compute capability must have kernels in ``torch.cuda.get_arch_list()`` (CUDA 12.8 and 13.0 builds
+have none for V100s); a mismatch is an error naming the ``setup.sh --gpu --cuda`` that fits
+(:mod:`laser_repro.core.cuda_builds`). Every probe is a function
 of this module (the tests replace them). Exit status 1 on an ERROR, and with ``--strict`` on a WARNING.
 """
 from __future__ import annotations
@@ -19,12 +23,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from laser_repro.core import cuda_builds
+
 # fairseq's Cython extensions that training needs (batching by size, token blocks)
 FAIRSEQ_EXTENSIONS = ("fairseq.data.data_utils_fast", "fairseq.data.token_block_utils_fast")
 FAISS_DISTRIBUTIONS = ("faiss-gpu-cu12", "faiss-gpu", "faiss-cpu")
 # the first compute capability with bf16 arithmetic (Ampere)
 BF16_CAPABILITY = (8, 0)
-GPU_SETUP = "bash scripts/setup.sh --gpu (after rm -r .venv)"
+GPU_SETUP = "bash scripts/setup.sh --gpu --cuda 12.6|12.8|13.0|auto (after rm -r .venv)"
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ def probe_torch() -> dict:
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     if not torch.version.cuda:
         return info
+    info["arch_list"] = _torch_arch_list(torch)
     if torch.backends.cudnn.is_available():
         info["cudnn"] = torch.backends.cudnn.version()
     try:
@@ -79,6 +86,28 @@ def probe_torch() -> dict:
         info["gpus"].append({"index": i, "name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
                              "capability": [props.major, props.minor]})
     return info
+
+
+def _torch_arch_list(torch) -> list[str]:
+    """The architectures a CUDA build of torch has kernels (sm_XY) or PTX (compute_XY) for; read from the
+    build's flags when CUDA cannot start (get_arch_list() is empty then: an old driver, no GPU)."""
+    try:
+        arches = torch.cuda.get_arch_list()
+    except Exception:
+        arches = []
+    if not arches:
+        flags = getattr(torch._C, "_cuda_getArchFlags", lambda: "")() or ""
+        arches = flags.split()
+    return list(arches)
+
+
+def probe_driver() -> dict:
+    """What the NVIDIA driver offers, whatever torch can use: the CUDA version it supports (libcuda) and
+    the GPUs nvidia-smi lists (with their compute capability: torch sees none under a too-old driver)."""
+    cuda = cuda_builds.driver_cuda_version()
+    gpus = cuda_builds.nvidia_smi_gpus()
+    return {"cuda": list(cuda) if cuda else None, "gpus": gpus,
+            "version": gpus[0]["driver_version"] if gpus else None}
 
 
 def probe_faiss() -> dict:
@@ -210,6 +239,7 @@ def diagnose(env: dict, wants: Wants) -> list[Finding]:
                                     + " (it must be built --no-build-isolation against this torch: bash scripts/setup.sh)"))
     gpus = torch.get("gpus") or []
     cuda_build = bool(torch.get("cuda"))
+    mismatch = cuda_mismatch(torch, env.get("driver") or {}) if cuda_build and "error" not in torch else []
     if "error" not in torch:
         if wants.gpu_rules and not cuda_build:
             out.append(Finding("ERROR", f"GPUs are asked for ({'; '.join(wants.gpu_rules.values())}) but torch "
@@ -222,8 +252,10 @@ def diagnose(env: dict, wants: Wants) -> list[Finding]:
             out.append(Finding("WARNING", "torch is a CUDA build but sees no GPU: expected on a login node; on a "
                                           "GPU node check the job's GPUs (--gpus, CUDA_VISIBLE_DEVICES="
                                           f"{torch.get('cuda_visible_devices')!r}) and the driver (nvidia-smi)"))
-        elif cuda_build and gpus:
-            out.append(Finding("OK", f"torch sees {len(gpus)} GPU(s)"))
+        elif cuda_build and gpus and not mismatch:
+            out.append(Finding("OK", f"torch sees {len(gpus)} GPU(s), built for CUDA {torch['cuda']} with "
+                                     f"kernels for all of them"))
+        out += [Finding("ERROR", message) for message in mismatch]
     if "error" not in faiss:
         knn = wants.knn_device
         if knn == "gpu" and not faiss["gpu_support"]:
@@ -243,9 +275,36 @@ def diagnose(env: dict, wants: Wants) -> list[Finding]:
     return out
 
 
+def cuda_mismatch(torch: dict, driver: dict) -> list[str]:
+    """Why this CUDA build of torch cannot run on this node's driver and GPUs ([] where it can), each
+    message naming the ``--cuda`` build to install instead."""
+    driver_cuda = tuple(driver["cuda"]) if driver.get("cuda") else None
+    # torch's GPUs, or nvidia-smi's where torch sees none (it sees none under a too-old driver)
+    gpus = [(g["name"], tuple(g["capability"])) for g in (torch.get("gpus") or driver.get("gpus") or [])]
+    problems = []
+    build_cuda = cuda_builds.version_tuple(torch["cuda"])
+    if driver_cuda is not None and driver_cuda[0] < build_cuda[0]:
+        problems.append(f"torch {torch['version']} is built for CUDA {torch['cuda']} but this node's NVIDIA driver "
+                        f"{driver.get('version') or ''} supports CUDA {driver_cuda[0]}.{driver_cuda[1]} at most "
+                        f"(CUDA 13 needs driver >= {cuda_builds.BUILDS['13.0'].min_driver}): torch cannot use the GPUs")
+    arch_list = torch.get("arch_list") or []
+    if arch_list:
+        for name, cap in gpus:
+            if not cuda_builds.capability_supported(cap, arch_list):
+                problems.append(f"{name} (compute capability {cap[0]}.{cap[1]}) has no kernels in torch "
+                                f"{torch['version']} (built for {' '.join(arch_list)}): 'no kernel image is "
+                                "available for execution on the device'")
+    if problems:
+        build, why = cuda_builds.choose(driver_cuda, [cap for _, cap in gpus])
+        fix = (f"install the CUDA {build.cuda} build: rm -r .venv && bash scripts/setup.sh --gpu --cuda {build.cuda}"
+               if build else why)
+        problems = [f"{problem}; {fix} ({why})" if build else f"{problem}; {fix}" for problem in problems]
+    return problems
+
+
 def probe() -> dict:
     return {"versions": probe_versions(), "torch": probe_torch(), "faiss": probe_faiss(),
-            "fairseq": probe_fairseq(), "nvidia_device": probe_nvidia_device()}
+            "fairseq": probe_fairseq(), "nvidia_device": probe_nvidia_device(), "driver": probe_driver()}
 
 
 def render(env: dict, findings: list[Finding]) -> str:
@@ -256,6 +315,11 @@ def render(env: dict, findings: list[Finding]) -> str:
     else:
         build = f"CUDA {torch['cuda']}" if torch["cuda"] else "CPU build"
         lines.append(f"torch       {torch['version']} ({build}), cuDNN {torch['cudnn']}, NCCL {torch['nccl']}")
+        if torch.get("arch_list"):
+            lines.append(f"  kernels   {' '.join(torch['arch_list'])}")
+        driver = env.get("driver") or {}
+        if driver.get("cuda"):
+            lines.append(f"driver      NVIDIA {driver.get('version') or '?'}, CUDA {driver['cuda'][0]}.{driver['cuda'][1]}")
         lines.append(f"GPUs        {len(torch['gpus'])} visible (CUDA_VISIBLE_DEVICES={torch['cuda_visible_devices']!r})")
         for g in torch["gpus"]:
             bf16 = "yes" if tuple(g["capability"]) >= BF16_CAPABILITY else "no"

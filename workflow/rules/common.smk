@@ -142,6 +142,24 @@ def one_node_gpu_resource(gpus_of, key):
     return lambda wildcards, threads: one_node_gpu_layout(*gpus_of(wildcards), key, threads)
 
 
+# ---- the conda environment of a rule (--sdm conda): the CPU one, or for GPUs the config's `cuda` build ------
+from snakemake.settings.types import DeploymentMethod
+from laser_repro.core import cuda_builds
+
+SDM_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
+def conda_env(gpus, where):
+    """The conda env file (absolute) of a rule given `gpus` GPUs (`where`: the config key saying so)."""
+    name = cuda_builds.conda_env_file(CFG.get("cuda"), gpus, where, SDM_CONDA)
+    return os.path.join(workflow.basedir, "envs", name)
+
+
+def gpu_conda_env(gpus_of):
+    """The conda directive of a per-model training rule: `gpus_of(wildcards)` -> (GPUs, config key)."""
+    return lambda wildcards: conda_env(*gpus_of(wildcards))
+
+
 def labse_pretrain_gpus(w):
     name = PLAN.labse_pretrainings[w.pretraining]
     return LABSE[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"

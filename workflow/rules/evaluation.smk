@@ -223,7 +223,7 @@ rule bucc_mine:
         mem_mb=8000,
         gpu=1 if EVAL.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
     conda:
-        "../envs/laser.yaml"
+        conda_env(1 if EVAL.get("knn_device") == "gpu" else 0, "evaluation.knn_device")
     shell:
         logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
                " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc", "evaluation.knn_device"])

@@ -34,7 +34,17 @@ Main entry point: :func:`fetch`.
   :class:`ChecksumMismatchError` names the URL, the expected and the actual digest.
 * A missing local source (plain path or ``file://``, e.g. a file absent from a mirror directory)
   raises :class:`NotFoundError`, as an HTTP 404 does.
-* On any failure the ``.part`` file is removed and ``dest`` does not exist, so a failed
+* A retry after a partial HTTP transfer (a dropped connection, a read timeout, a short body) resumes
+  the ``.part`` file with ``Range: bytes=<have>-`` and ``If-Range`` (the first response's strong ETag,
+  else its Last-Modified), so a changed file is sent whole instead of being spliced.  Only a ``206`` whose
+  ``Content-Range`` starts at exactly that byte, with the total size already known (and the same
+  validators, when it sends them) is appended; a ``200`` (Range ignored, or If-Range failed), a ``416``
+  or any other ``206`` starts over from byte 0, with a warning saying why.  The SHA-256 and size checks
+  cover the whole file.  ``<dest>.part.json`` records where the ``.part``'s bytes came from (URL,
+  validators, total size): a ``.part`` left by a killed process (a preempted SLURM job, Ctrl-C) is
+  resumed by the next call only when that record names the same URL and a validator, else it is
+  discarded.
+* On any failure the ``.part`` file (and its record) is removed and ``dest`` does not exist, so a failed
   download never leaves a complete-looking file behind.  A pre-existing ``dest`` that
   cannot be verified (no ``sha256`` given, or a wrong digest) is deleted before the new
   download starts; one whose digest matches ``sha256`` is kept and nothing is downloaded.
@@ -48,6 +58,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import logging
 import os
 import re
@@ -99,12 +110,14 @@ class DownloadError(RuntimeError):
 class ChecksumMismatchError(DownloadError):
     """The downloaded bytes do not have the expected SHA-256 digest."""
 
-    def __init__(self, url: str, expected: str, got: str, nbytes: int):
+    def __init__(self, url: str, expected: str, got: str, nbytes: int, resumed_at: int = 0):
         self.url, self.expected, self.got, self.nbytes = url, expected, got, nbytes
+        resumed = (f" The transfer was resumed at byte {resumed_at}; the partial file was discarded, so a "
+                   f"rerun downloads it whole." if resumed_at else "")
         super().__init__(
             f"SHA-256 mismatch for {url}: expected {expected}, got {got} "
             f"({nbytes} bytes received). Not retried: the transfer was complete, so either "
-            f"the upstream file changed or the pinned checksum is wrong."
+            f"the upstream file changed or the pinned checksum is wrong.{resumed}"
         )
 
 
@@ -126,6 +139,31 @@ class _Retryable(Exception):
 
 class _DeadlinePassed(Exception):
     """Internal: the attempt's deadline passed after ``args[0]`` bytes."""
+
+
+class _Partial:
+    """Where the bytes of a ``.part`` file came from: the URL, the validators of the response that
+    started it (ETag, Last-Modified) and the file's full size (its Content-Length, None if not sent).
+    Saved as JSON beside it (:func:`_partial_record`), so that another process can resume it."""
+
+    def __init__(self, url: str, etag: str | None = None, last_modified: str | None = None,
+                 total: int | None = None):
+        self.url, self.etag, self.last_modified, self.total = url, etag, last_modified, total
+
+    @classmethod
+    def from_response(cls, url: str, headers, total: int | None) -> "_Partial":
+        return cls(url, headers.get("ETag"), headers.get("Last-Modified"), total)
+
+    @property
+    def if_range(self) -> str | None:
+        """The If-Range value: a strong ETag (a weak one is not allowed there, RFC 9110), else Last-Modified."""
+        if self.etag and not self.etag.startswith("W/"):
+            return self.etag
+        return self.last_modified
+
+    def save(self, part: Path) -> None:
+        _partial_record(part).write_text(json.dumps(
+            {"url": self.url, "etag": self.etag, "last_modified": self.last_modified, "total": self.total}))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -193,7 +231,7 @@ def resolve_mirror(url: str, mirror: str | os.PathLike | None, base_url: str) ->
     return str(Path(mirror_s).expanduser().joinpath(*parts))
 
 
-def _progress_bar(total: int | None, desc: str, enabled: bool):
+def _progress_bar(total: int | None, desc: str, enabled: bool, initial: int = 0):
     if not enabled:
         return None
     try:
@@ -202,6 +240,7 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
         return None
     return tqdm(
         total=total,
+        initial=initial,
         unit="B",
         unit_scale=True,
         unit_divisor=1024,
@@ -213,16 +252,19 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
 
 
 def _copy_stream(src, dst, total: int | None, desc: str, progress: bool,
-                 deadline_at: float | None = None) -> tuple[int, str]:
-    """Copy a binary stream to a binary file; return (bytes, sha256 hex).
+                 deadline_at: float | None = None, hasher=None, initial: int = 0) -> tuple[int, str]:
+    """Copy a binary stream to a binary file; return (bytes copied, sha256 hex).
+
+    ``hasher``: a sha256 object that has already seen the file's first ``initial`` bytes (a resumed
+    transfer; the progress bar starts there too); the digest returned is then the whole file's.
 
     ``deadline_at`` (a :func:`time.monotonic` time): checked after every read; the stream's
     ``read1`` is used when it has one, which returns what one receive brings instead of waiting for
     a full chunk, so a trickle is noticed within one read timeout of the deadline."""
-    h = hashlib.sha256()
+    h = hasher if hasher is not None else hashlib.sha256()
     n = 0
     read = getattr(src, "read1", src.read) if deadline_at is not None else src.read
-    bar = _progress_bar(total, desc, progress)
+    bar = _progress_bar(total, desc, progress, initial)
     try:
         while True:
             block = read(CHUNK_SIZE)
@@ -257,6 +299,86 @@ def _unlink(p: Path) -> None:
         p.unlink()
     except FileNotFoundError:
         pass
+
+
+def _partial_record(part: Path) -> Path:
+    """The JSON record of a ``.part`` file (:class:`_Partial`): ``<dest>.part.json``."""
+    return part.with_name(part.name + ".json")
+
+
+def _discard(part: Path) -> None:
+    _unlink(part)
+    _unlink(_partial_record(part))
+
+
+def _leftover(part: Path, url: str, size: int | None, need_validator: bool) -> _Partial | None:
+    """The record of the bytes already in ``part`` when they can be resumed from ``url``; otherwise the
+    ``.part`` and its record are removed (with a warning naming the reason when there were bytes) and
+    None is returned.  ``need_validator``: the bytes may be old (a killed earlier process), so only a
+    record with an ETag or Last-Modified is trusted -- the If-Range request then guards against a
+    file changed since."""
+    have = part.stat().st_size if part.is_file() else 0
+    why = None
+    if have == 0:
+        pass
+    elif not _partial_record(part).is_file():
+        why = f"no record {_partial_record(part).name} of where it came from"
+    else:
+        try:
+            d = json.loads(_partial_record(part).read_text())
+            rec = _Partial(d["url"], d.get("etag"), d.get("last_modified"), d.get("total"))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            rec, why = None, f"its record {_partial_record(part).name} is unreadable ({e})"
+        if rec is None:
+            pass
+        elif rec.url != url:
+            why = f"it came from another URL ({rec.url})"
+        elif need_validator and rec.if_range is None:
+            why = "the server gave no ETag / Last-Modified to check that the file is unchanged"
+        elif rec.total is not None and have > rec.total:
+            why = f"it has {have} bytes, more than the file's {rec.total}"
+        elif rec.total is not None and size is not None and rec.total != size:
+            why = f"it is part of a {rec.total}-byte file, {size} bytes expected"
+        else:
+            return rec
+    if why is not None:
+        log.warning("discarding the partial download %s (%d bytes): %s", part, have, why)
+    _discard(part)
+    return None
+
+
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+
+
+def _refuse_resume(resp, rec: _Partial, offset: int, size: int | None) -> tuple[str | None, int | None]:
+    """(why the answer to a ``Range: bytes=<offset>-`` request cannot be appended to the first
+    ``offset`` bytes -- None when it can --, the file's full size when known)."""
+    total = rec.total if rec.total is not None else size
+    etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
+    if resp.status != 206:
+        if etag and rec.etag and etag != rec.etag:
+            return f"the file changed on the server (ETag {etag}, was {rec.etag}): HTTP {resp.status}", total
+        return (f"the server sent the whole file (HTTP {resp.status}): it ignores Range requests, "
+                f"or the file changed (If-Range)"), total
+    m = _CONTENT_RANGE.match(resp.headers.get("Content-Range") or "")
+    if m is None:
+        return f"HTTP 206 with an unreadable Content-Range {resp.headers.get('Content-Range')!r}", total
+    start, end, whole = int(m[1]), int(m[2]), m[3]
+    if start != offset:
+        return f"the server sent bytes from {start} on, not {offset} (Content-Range {m[0].strip()!r})", total
+    if whole != "*":
+        whole = int(whole)
+        for known, what in ((rec.total, "the first response's Content-Length"), (size, "the expected size")):
+            if known is not None and whole != known:
+                return f"Content-Range says the file has {whole} bytes, {what} is {known}", total
+        total = whole
+    if end < start or (total is not None and end >= total):
+        return f"an impossible Content-Range {m[0].strip()!r}", total
+    if etag and rec.etag and etag != rec.etag:
+        return f"the file changed on the server (ETag {etag}, was {rec.etag})", total
+    if modified and rec.last_modified and modified != rec.last_modified:
+        return f"the file changed on the server (Last-Modified {modified}, was {rec.last_modified})", total
+    return None, total
 
 
 # --------------------------------------------------------------------------- archive check
@@ -337,17 +459,17 @@ def _attempt_local(src: Path, part: Path, url: str, progress: bool, desc: str) -
     return n, digest
 
 
-def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: str,
-                  deadline: float | None = None) -> tuple[int, str, int | None, str | None]:
-    """One HTTP(S) attempt; returns (bytes, sha256, content_length, content_type). Raises _Retryable,
-    DeadlineExceededError or DownloadError."""
-    started = time.monotonic()
-    deadline_at = started + deadline if deadline is not None else None
-    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
+def _http_open(url: str, timeout: float, headers: dict | None = None):
+    """``urlopen`` with the download's headers (and ``headers``); HTTP errors become _Retryable,
+    NotFoundError or DownloadError, except a 416 to a Range request, which returns None."""
+    req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity",
+                                               **(headers or {})})
     try:
-        resp = urllib.request.urlopen(req, timeout=timeout)
+        return urllib.request.urlopen(req, timeout=timeout)
     except urllib.error.HTTPError as e:
         e.close()
+        if e.code == 416 and headers and "Range" in headers:
+            return None
         if e.code >= 500 or e.code in RETRY_STATUS:
             raise _Retryable(f"HTTP {e.code} {e.reason}") from e
         if e.code == 404:
@@ -360,6 +482,40 @@ def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: st
         reason = getattr(e, "reason", e)
         raise _Retryable(f"connection failed: {reason}") from e
 
+
+def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: str,
+                  deadline: float | None = None, resume: _Partial | None = None,
+                  size: int | None = None) -> tuple[int, str, int | None, str | None, int]:
+    """One HTTP(S) attempt; returns (bytes of the file, its sha256, its full size when the server said
+    it, content_type, the byte it resumed at -- 0 for a whole transfer). ``resume``: the record of the
+    bytes already in ``part``, continued with a Range request (see the module docstring). Raises
+    _Retryable, DeadlineExceededError or DownloadError; ``part`` keeps what arrived."""
+    started = time.monotonic()
+    deadline_at = started + deadline if deadline is not None else None
+    offset = part.stat().st_size if resume is not None and part.is_file() else 0
+    resp = None
+    hasher = hashlib.sha256()
+    if offset > 0:
+        # the digest covers the whole file, the bytes kept included; hashed before the request, which
+        # then does not sit idle while a large prefix is read
+        with open(part, "rb") as f:
+            while block := f.read(CHUNK_SIZE):
+                hasher.update(block)
+        headers = {"Range": f"bytes={offset}-"}
+        if resume.if_range is not None:
+            headers["If-Range"] = resume.if_range
+        resp = _http_open(url, timeout, headers)
+        why, total = ("the server cannot serve that range (HTTP 416)", None) if resp is None else \
+            _refuse_resume(resp, resume, offset, size)
+        if why is not None:
+            log.warning("%s: cannot resume at byte %d: %s; downloading it from byte 0", url, offset, why)
+            offset, hasher = 0, hashlib.sha256()
+            if resp is not None and resp.status == 206:
+                resp.close()  # a range we cannot use: ask again for the whole file
+                resp = None
+    if resp is None:
+        resp = _http_open(url, timeout)
+
     with resp:
         cl_header = resp.headers.get("Content-Length")
         content_type = resp.headers.get("Content-Type")
@@ -367,17 +523,23 @@ def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: st
             content_length = int(cl_header) if cl_header is not None else None
         except ValueError:
             content_length = None
+        if offset > 0:
+            log.info("%s: resuming at byte %d of %s", url, offset, total if total is not None else "?")
+        else:
+            total = content_length
+            # recorded before the first byte: a process killed mid-body leaves a .part that can be resumed
+            _Partial.from_response(url, resp.headers, total).save(part)
         try:
-            with open(part, "wb") as fout:
-                n, digest = _copy_stream(resp, fout, content_length, desc, progress, deadline_at)
+            with open(part, "ab" if offset > 0 else "wb") as fout:
+                n, digest = _copy_stream(resp, fout, total, desc, progress, deadline_at, hasher, offset)
                 fout.flush()
                 os.fsync(fout.fileno())
         except _DeadlinePassed as e:
-            of = f" of {content_length}" if content_length is not None else ""
+            of = f" of {total}" if total is not None else ""
             raise DeadlineExceededError(
                 f"{url}: the download took longer than its deadline of {deadline:g} s "
-                f"({e.args[0]}{of} bytes in {time.monotonic() - started:.0f} s); not retried: the server is too "
-                f"slow. Use a mirror, or raise the deadline (fetch --deadline, config opus.deadline_s / "
+                f"({offset + e.args[0]}{of} bytes in {time.monotonic() - started:.0f} s); not retried: the server "
+                f"is too slow. Use a mirror, or raise the deadline (fetch --deadline, config opus.deadline_s / "
                 f"evaluation.deadline_s)") from None
         except (OSError, http.client.HTTPException) as e:
             # socket errors, timeouts (TimeoutError is an OSError), IncompleteRead, ...
@@ -385,8 +547,11 @@ def _attempt_http(url: str, part: Path, timeout: float, progress: bool, desc: st
             # then be reported with its message, which is acceptable.
             raise _Retryable(f"transfer interrupted: {e!r}") from e
     if content_length is not None and n != content_length:
-        raise _Retryable(f"truncated transfer: received {n} of {content_length} bytes (Content-Length)")
-    return n, digest, content_length, content_type
+        raise _Retryable(f"truncated transfer: received {offset + n} of {offset + content_length} bytes "
+                         f"(Content-Length)")
+    if total is not None and offset + n != total:  # a 206 may stop short of the end
+        raise _Retryable(f"truncated transfer: received {offset + n} of {total} bytes (Content-Range)")
+    return offset + n, digest, total, content_type, offset
 
 
 _DOCTYPE_HTML = re.compile(rb"<!doctype\s+html[\s>]")
@@ -443,6 +608,7 @@ def fetch_with_record(
         {"url": str, "dest": str, "sha256": str, "bytes": int,
          "skipped": bool,   # True when an existing dest matched ``sha256``
          "attempts": int,   # 0 when skipped
+         "resumed_at": int, # the byte the last (successful) request started at; 0: the whole file
          "seconds": float}
 
     ``retries`` is the number of *additional* attempts after the first one for transient
@@ -469,8 +635,9 @@ def fetch_with_record(
             nbytes = dest.stat().st_size
             if have == want_sha and (size is None or nbytes == size):
                 log.info("%s already present with the expected SHA-256; skipping download", dest)
+                _discard(dest.with_suffix(dest.suffix + ".part"))
                 return {"url": url_s, "dest": str(dest), "sha256": have, "bytes": nbytes,
-                        "skipped": True, "attempts": 0, "seconds": time.monotonic() - t0}
+                        "skipped": True, "attempts": 0, "resumed_at": 0, "seconds": time.monotonic() - t0}
             log.warning("%s exists but does not match the expected SHA-256; downloading again", dest)
         elif dest.is_dir():
             raise DownloadError(f"destination {dest} is a directory")
@@ -482,27 +649,31 @@ def fetch_with_record(
     desc = dest.name
     attempts = 0
     content_type = None
-    ok = False
+    resumed_at = 0
     try:
         local = _local_source(url)
         if local is not None:
+            _discard(part)
             attempts = 1
             nbytes, digest = _attempt_local(local, part, url_s, progress, desc)
         else:
             scheme = urllib.parse.urlsplit(url_s).scheme.lower()
             if scheme not in ("http", "https"):
                 raise DownloadError(f"{url_s}: unsupported URL scheme {scheme!r}")
+            # a .part left by an earlier process (killed, preempted): resumed if its record is coherent
+            resume = _leftover(part, url_s, size, need_validator=True)
             while True:
                 attempts += 1
                 try:
-                    nbytes, digest, content_length, content_type = _attempt_http(url_s, part, timeout, progress,
-                                                                                 desc, deadline)
+                    nbytes, digest, content_length, content_type, resumed_at = _attempt_http(
+                        url_s, part, timeout, progress, desc, deadline, resume, size)
                     if size is not None and nbytes < size and content_length is None:
                         # No Content-Length: a short body may be a dropped connection.
                         raise _Retryable(f"truncated transfer: received {nbytes} of {size} expected bytes")
                     break
                 except _Retryable as e:
-                    _unlink(part)
+                    # keep the bytes that arrived: the next attempt asks for the rest
+                    resume = _leftover(part, url_s, size, need_validator=False)
                     if attempts > retries:
                         raise DownloadError(
                             f"{url_s}: giving up after {attempts} attempt(s); last error: {e}"
@@ -516,7 +687,7 @@ def fetch_with_record(
         if size is not None and nbytes != size:
             raise DownloadError(f"{url_s}: size mismatch: expected {size} bytes, got {nbytes}")
         if want_sha is not None and digest != want_sha:
-            raise ChecksumMismatchError(url_s, want_sha, digest, nbytes)
+            raise ChecksumMismatchError(url_s, want_sha, digest, nbytes, resumed_at)
         try:  # before the rename: a broken archive or an HTML page must not be cached (the next run would reuse it)
             if verify_archive(part, verify_as or dest.name) is None:
                 check_not_html(part, content_type, verify_as or dest.name)
@@ -525,13 +696,16 @@ def fetch_with_record(
                 f"{url_s}: the downloaded file ({nbytes} bytes) is {e}; nothing was saved at {dest}. "
                 f"The copy on the server or mirror is broken: fix it (or the URL) and rerun") from e
         os.replace(part, dest)
-        ok = True
-    finally:
-        if not ok:
-            _unlink(part)
-    log.info("fetched %s -> %s (%d bytes, sha256 %s)", url_s, dest, nbytes, digest)
-    return {"url": url_s, "dest": str(dest), "sha256": digest, "bytes": nbytes,
-            "skipped": False, "attempts": attempts, "seconds": time.monotonic() - t0}
+        _unlink(_partial_record(part))
+    except Exception:
+        # a failed download leaves nothing; an interrupted one (KeyboardInterrupt, SystemExit: not an
+        # Exception) keeps its .part and record for the next run to resume
+        _discard(part)
+        raise
+    log.info("fetched %s -> %s (%d bytes, sha256 %s%s)", url_s, dest, nbytes, digest,
+             f", resumed at byte {resumed_at}" if resumed_at else "")
+    return {"url": url_s, "dest": str(dest), "sha256": digest, "bytes": nbytes, "skipped": False,
+            "attempts": attempts, "resumed_at": resumed_at, "seconds": time.monotonic() - t0}
 
 
 def fetch(url: str | os.PathLike, dest: str | os.PathLike, **options) -> Path:

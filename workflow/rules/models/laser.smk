@@ -63,7 +63,7 @@ rule laser_train:
         runtime=7200,
         **gpu_resources(CFG["train"]["gpus"] if LASER else 0, f"models.{LASER_NAME}.train.gpus"),  # one node, or several with srun (common.smk)
     conda:
-        "../../envs/laser.yaml"
+        conda_env(CFG["train"]["gpus"] if LASER else 0, f"models.{LASER_NAME}.train.gpus")
     shell:
         logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} {params.curves} --threads {threads}"
