@@ -29,9 +29,23 @@ def test_update_freq_keeps_tokens_per_update():
     assert launch.update_freq_for(128000, 8000, 16) == 1
     assert launch.update_freq_for(128000, 8000, 4) == 4
     assert launch.update_freq_for(128000, 8000, 1) == 16
-    assert launch.update_freq_for(128000, 8000, 3) == 6  # not divisible: at least the plan
     with pytest.raises(ValueError, match="world_size=0"):
         launch.update_freq_for(128000, 8000, 0)
+
+
+def test_tokens_per_update_other_than_planned_is_an_error():
+    from laser_repro.core.errors import UserError
+
+    # 3 GPUs (a local torchrun takes every visible one): update_freq 6 would train 144000 tokens per update
+    with pytest.raises(UserError) as err:
+        launch.update_freq_for(128000, 8000, 3)
+    message = str(err.value)
+    assert "\n" not in message
+    assert "planned 128000 tokens per update" in message and "world size 3" in message
+    assert "max_tokens 8000" in message and "update_freq 6 would make 144000" in message
+    assert "divides 16 (train.gpus" in message and "train.tokens_per_update to a multiple of 24000" in message
+    with pytest.raises(UserError, match="set train.max_tokens to a divisor of 128000"):
+        launch.update_freq_for(128000, 7000, 1)
 
 
 def test_worker_rank_from_torchrun_and_srun(monkeypatch):

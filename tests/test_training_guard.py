@@ -322,7 +322,7 @@ def test_killed_launcher_takes_its_workers_along(corpus, tmp_path):
     psutil = pytest.importorskip("psutil")
     run = tmp_path / "run"
     run.mkdir()
-    conf = tiny_settings(max_epoch=1000, log_interval=1, cpu_processes=2)
+    conf = tiny_settings(max_epoch=1000, log_interval=1, cpu_processes=2, update_freq=2)  # 2 x 120 tokens
     cmd = [sys.executable, "-m", "laser_repro.cli", "train", "--data", str(corpus), "--save-dir",
            str(run / "checkpoints"), "--final", str(run / "final.pt"), "--threads", "2", "--settings", json.dumps(conf)]
     log_path = run / "train.log"

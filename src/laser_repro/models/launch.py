@@ -8,8 +8,15 @@ Roles of ``laser-repro train``:
   (Snakemake's ``mpi`` resource) for one per task of the SLURM allocation, any number of nodes;
 * **worker**: one rank; reads its rank from the environment torchrun or srun set.
 
-The world size never changes the optimisation: ``update_freq`` is recomputed so that
-``max_tokens x world_size x update_freq`` stays the configured tokens per update.
+The world size does not change the batches of an update: ``update_freq`` is recomputed so that
+``max_tokens x world_size x update_freq`` equals the planned tokens per update, and a world size for which no
+whole ``update_freq`` does is an error (:func:`update_freq_for`). (Dropout masks are drawn per process: with
+dropout the weights are not bit-identical across world sizes.) A LASER checkpoint resumed on another world size
+continues at the same batch of its epoch or is refused
+(:func:`laser_repro.models.laser.fairseq_bridge.resume_position`).
+
+SLURM queries (``scontrol``, ``squeue``) have a timeout; when one fails, the worker takes the first host from
+the node list itself and the master trains without a deadline, each with a warning.
 
 Stopping early: on SIGTERM / SIGUSR1 (preemption, ``scancel --signal``) and, inside a SLURM job,
 a few minutes before its time limit, workers save ``checkpoint_last.pt`` at the next update
@@ -19,6 +26,7 @@ boundary and exit with :data:`EXIT_PREEMPTED`; rerunning the rule resumes from i
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -27,11 +35,18 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
+from laser_repro.core.errors import UserError
+
 #: exit status of a training run that saved its state and stopped early (EX_TEMPFAIL)
 EXIT_PREEMPTED = 75
 
 #: signals that ask training to checkpoint and stop
 PREEMPTION_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+#: seconds a ``squeue`` / ``scontrol`` query may take: a hung slurmctld must not hang training
+SLURM_QUERY_TIMEOUT_S = 60
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,20 +70,70 @@ class Rank:
 
 
 def update_freq_for(tokens_per_update: int, max_tokens: int, world_size: int) -> int:
-    """Gradient-accumulation steps so that ``max_tokens * world_size * update_freq`` is at least
-    the planned tokens per update (equal when it divides)."""
+    """Gradient-accumulation steps so that ``max_tokens * world_size * update_freq`` equals the planned
+    tokens per update; a UserError (one line, naming the settings to change) when no whole number does:
+    rounding up would silently train with more tokens per update than planned."""
     if tokens_per_update < 1 or max_tokens < 1 or world_size < 1:
         raise ValueError(f"tokens_per_update={tokens_per_update}, max_tokens={max_tokens}, "
                          f"world_size={world_size} must all be positive")
-    return max(1, -(-tokens_per_update // (max_tokens * world_size)))
+    per_step = max_tokens * world_size
+    if tokens_per_update % per_step:
+        steps = tokens_per_update // max_tokens
+        hint = (f"run on a number of processes that divides {steps} (train.gpus / train.cpu_processes, the SLURM "
+                f"job's tasks, CUDA_VISIBLE_DEVICES for a local run)" if tokens_per_update % max_tokens == 0
+                else f"set train.max_tokens to a divisor of {tokens_per_update}")
+        rounded = -(-tokens_per_update // per_step)
+        raise UserError(
+            f"planned {tokens_per_update} tokens per update (train.tokens_per_update, else max_tokens x gpus x "
+            f"update_freq) is not max_tokens {max_tokens} x world size {world_size} x a whole update_freq "
+            f"(update_freq {rounded} would make {rounded * per_step}): {hint}, or set train.tokens_per_update "
+            f"to a multiple of {per_step}")
+    return tokens_per_update // per_step
+
+
+def _slurm_query(cmd: Sequence[str]) -> str:
+    """stdout of a SLURM command; RuntimeError (one line: the command, its status or timeout, its stderr)."""
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=SLURM_QUERY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(cmd)}: no answer within {SLURM_QUERY_TIMEOUT_S} s") from None
+    except OSError as err:
+        raise RuntimeError(f"{' '.join(cmd)}: {err}") from None
+    if proc.returncode != 0:
+        why = " ".join(proc.stderr.split())[:300] or "no message"
+        raise RuntimeError(f"{' '.join(cmd)}: exit status {proc.returncode} ({why})")
+    return proc.stdout
+
+
+def first_host_of_nodelist(nodelist: str) -> str:
+    """The first host of a SLURM host list (``gpu[07-08,10],cpu1`` -> ``gpu07``): the first name before a
+    top-level comma, each bracket replaced by its first number (zero padding kept)."""
+    import re
+
+    depth, first = 0, len(nodelist)
+    for i, ch in enumerate(nodelist):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            first = i
+            break
+    host = re.sub(r"\[([^\]\-,]*)[^\]]*\]", r"\1", nodelist[:first].strip())
+    if not host or "[" in host or "]" in host:
+        raise ValueError(f"not a SLURM host list: {nodelist!r}")
+    return host
 
 
 def _first_slurm_host(nodelist: str) -> str:
-    out = subprocess.run(["scontrol", "show", "hostnames", nodelist], check=True,
-                         capture_output=True, text=True).stdout.split()
-    if not out:
-        raise RuntimeError(f"scontrol show hostnames {nodelist!r} printed no host")
-    return out[0]
+    """The rendezvous host: ``scontrol show hostnames``'s first; where that query fails, the host list read
+    here (every rank reads the same list, so they agree), with a warning."""
+    try:
+        out = _slurm_query(["scontrol", "show", "hostnames", nodelist]).split()
+        if not out:
+            raise RuntimeError(f"scontrol show hostnames {nodelist!r} printed no host")
+        return out[0]
+    except RuntimeError as err:
+        host = first_host_of_nodelist(nodelist)
+        log.warning("%s; the rendezvous host is %s, read from the node list %s", err, host, nodelist)
+        return host
 
 
 def slurm_port(job_id: str) -> int:
@@ -93,8 +158,11 @@ def worker_rank(environ: Optional[Mapping[str, str]] = None) -> Rank:
 def slurm_job_geometry(job_id: str) -> dict:
     """``{"tasks", "nodes", "cpus", "gpus_per_node"}`` of a SLURM job, from ``scontrol show job``
     (gpus_per_node: its ``--gres=gpu:N``, 0 without)."""
-    text = subprocess.run(["scontrol", "show", "job", str(job_id)], check=True,
-                          capture_output=True, text=True).stdout
+    try:
+        text = _slurm_query(["scontrol", "show", "job", str(job_id)])
+    except RuntimeError as err:  # no fallback: without the job's geometry srun would start one task
+        raise RuntimeError(f"{err}: the job's tasks, nodes and CPUs are unknown, so its workers cannot be "
+                           f"started; rerun when slurmctld answers") from None
     return parse_job_geometry(text, job_id)
 
 
@@ -148,10 +216,13 @@ def parse_slurm_duration(text: str) -> Optional[int]:
 
 
 def slurm_time_left(job_id: str) -> Optional[int]:
-    """Seconds until the job's time limit (``squeue -o %L``); None when unlimited."""
-    out = subprocess.run(["squeue", "-h", "-j", str(job_id), "-o", "%L"], check=True,
-                         capture_output=True, text=True).stdout
-    return parse_slurm_duration(out.splitlines()[0] if out.strip() else "")
+    """Seconds until the job's time limit (``squeue -o %L``); None when unlimited. RuntimeError (one
+    line) when squeue fails, times out or prints no duration."""
+    out = _slurm_query(["squeue", "-h", "-j", str(job_id), "-o", "%L"])
+    try:
+        return parse_slurm_duration(out.splitlines()[0] if out.strip() else "")
+    except ValueError as err:
+        raise RuntimeError(f"squeue -h -j {job_id} -o %L: {err}") from None
 
 
 def local_world_size(cpu_processes: int, uses_gpu: bool = True) -> int:
@@ -271,10 +342,17 @@ class PreemptionFlag:
 def training_deadline(margin_s: int, environ: Optional[Mapping[str, str]] = None) -> Optional[float]:
     """Inside a SLURM job with a time limit: the time at which to checkpoint and stop, ``margin_s``
     before the limit. Snakemake's job steps do not pass SLURM's ``--signal`` warning on to a
-    rule's processes reliably, so workers watch the clock themselves."""
+    rule's processes reliably, so workers watch the clock themselves. When ``squeue`` fails or hangs,
+    training goes on without a deadline (a warning says so): the time limit only costs the updates
+    since the last checkpoint, a failed query would cost the whole attempt."""
     env = os.environ if environ is None else environ
     job_id = env.get("SLURM_JOB_ID")
     if not job_id or margin_s <= 0:
         return None
-    left = slurm_time_left(job_id)
+    try:
+        left = slurm_time_left(job_id)
+    except RuntimeError as err:
+        log.warning("%s; training without a deadline: at SLURM job %s's time limit it is killed without a "
+                    "checkpoint and resumes from the last one saved (train.save_interval_updates)", err, job_id)
+        return None
     return None if left is None else time.time() + left - margin_s

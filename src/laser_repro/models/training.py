@@ -57,6 +57,14 @@ def cmd_train(a):
                  if status.get(k) is not None}
 
 
+def _preflight(family, save_dir, settings: dict, world_size: int) -> None:
+    """The family's checks of a launch (LASER: tokens per update, the resume position), before torchrun /
+    srun start any worker: a refusal is then the job's last line, not one worker's among many."""
+    check = getattr(family, "preflight", None)
+    if check is not None:
+        check(save_dir, settings, world_size)
+
+
 def _train_launcher(a, settings: dict):
     from laser_repro.models import launch
     from laser_repro.models import device, registry, training_guard
@@ -85,11 +93,13 @@ def _train_launcher(a, settings: dict):
         # as many threads per worker as CPUs per task (as torchrun's split below): the thread
         # count changes floating-point sums, so the same split gives the same model
         threads = max(1, job["cpus"] // job["tasks"])
+        _preflight(family, save_dir, settings, job["tasks"])
         rc = launch.launch_workers("srun", job["tasks"], _train_worker_argv(a, threads), job, env=plan)
     else:
         world = launch.local_world_size(settings["train"].get("cpu_processes", 1), uses_gpu=family.uses_gpu)
         if world == 1:
             return _train_worker(a, settings, launch.Rank())
+        _preflight(family, save_dir, settings, world)
         threads = max(1, a.threads // world)
         rc = launch.launch_workers("torchrun", world, _train_worker_argv(a, threads), env=plan)
     status = read_json(status_path) if status_path.exists() else {}

@@ -19,8 +19,14 @@ pairs, targets, nli weight, curves, train) except
 
 * the process geometry -- ``train.gpus``, ``train.cpu_processes``, ``train.update_freq`` -- which is
   replaced by the planned tokens per update (:func:`planned_tokens_per_update`): the launcher
-  recomputes update_freq for the processes it finds, so a resume on another number of GPUs
-  trains the same model (up to float summation order; threads likewise, they are not settings);
+  recomputes update_freq for the processes it finds and refuses a number of processes for which no
+  whole update_freq gives exactly the planned tokens (:func:`laser_repro.models.launch.update_freq_for`),
+  so every update trains on the same batches. A LASER checkpoint saved mid-epoch records how many
+  processes wrote it: resumed on another number, it continues at the same batch of its epoch when the
+  batches done can be split over the new processes, else it is refused in one line before training
+  (:func:`laser_repro.models.laser.fairseq_bridge.resume_plan`). The weights then match a run on one
+  geometry up to float summation order when there is no dropout; dropout masks are drawn per process,
+  so with dropout they differ (threads likewise change the float sums; they are not settings);
 * the stopping criteria -- ``train.max_epoch``, ``max_update``, ``early_stopping`` -- raising them
   legitimately continues a run (:func:`stopping_settings`; they are kept in ``train_status.json``);
 * ``train.log_interval`` / ``log_file`` (logging only), ``save_interval_updates`` / ``num_workers``
@@ -87,7 +93,8 @@ _CHUNK = 1 << 22  # 4 MiB reads: hashlib releases the GIL on large updates
 def planned_tokens_per_update(train: dict) -> int:
     """Tokens per update the ``train`` settings plan: ``tokens_per_update`` when set, else
     ``max_tokens x max(gpus, 1) x update_freq`` (the paper: 16 GPUs of 8000 tokens).  The launcher
-    keeps it whatever the number of processes it finds (:func:`laser_repro.models.launch.update_freq_for`)."""
+    keeps it whatever the number of processes it finds, or refuses that number
+    (:func:`laser_repro.models.launch.update_freq_for`)."""
     return int(train.get("tokens_per_update") or (
         train["max_tokens"] * max(train.get("gpus", 0), 1) * train["update_freq"]))
 

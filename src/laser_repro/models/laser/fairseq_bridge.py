@@ -6,6 +6,7 @@
 * :func:`train`              -- run ``fairseq-train`` in-process (resumes from checkpoint_last.pt,
   stops with a checkpoint when asked to)
 * :func:`distributed_argv`   -- the options of one rank of a multi-process run
+* :func:`resume_plan`        -- where in its epoch a checkpoint resumes on this many processes (or a refusal)
 * :func:`load_checkpoint`    -- load one of OUR training checkpoints (``weights_only`` kept)
 * :func:`load_model`         -- rebuild the fairseq model of such a checkpoint
 
@@ -31,7 +32,9 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from laser_repro.models.checkpoint_safety import checkpoint_globals_allowed, load_checkpoint
+from laser_repro.core.errors import UserError
+from laser_repro.models.checkpoint_safety import (CHECKPOINT_SAFE_GLOBALS, checkpoint_globals_allowed, load_checkpoint,
+                                                  load_model_file)
 
 #: the ``--user-dir`` of our fairseq plugin
 PLUGIN_DIR = str(Path(__file__).resolve().parent / "fairseq_plugin")
@@ -477,6 +480,93 @@ def checkpoint_num_updates(state: Mapping) -> int:
     return int(history[-1]["num_updates"]) if history else 0
 
 
+#: fairseq ``extra_state`` key of every checkpoint we train: how many processes wrote it, with which
+#: update_freq and max_tokens (:func:`train`); fairseq's own ``iterations_in_epoch`` counts one process's batches
+GEOMETRY_KEY = "laser_repro_geometry"
+#: ``1``: resume a checkpoint whose position in its epoch cannot be carried over at the start of that epoch
+RESTART_EPOCH_ENV = "LASER_REPRO_RESTART_EPOCH"
+
+
+class ResumeRefused(UserError):
+    """A checkpoint saved mid-epoch cannot continue at the same batch on this number of processes."""
+
+
+def checkpoint_geometry(state: Mapping) -> Optional[dict]:
+    """``{"world_size", "update_freq", "max_tokens"}`` of the processes that wrote a training checkpoint:
+    our record (:data:`GEOMETRY_KEY`), else fairseq's config (checkpoints from before the record; None
+    when neither says)."""
+    recorded = (state.get("extra_state") or {}).get(GEOMETRY_KEY)
+    if recorded:
+        return dict(recorded)
+    cfg = state.get("cfg")
+    if not isinstance(cfg, Mapping):
+        return None
+    world = (cfg.get("distributed_training") or {}).get("distributed_world_size")
+    if not world:
+        return None
+    update_freq = (cfg.get("optimization") or {}).get("update_freq") or [None]
+    return {"world_size": int(world), "update_freq": update_freq[0],
+            "max_tokens": (cfg.get("dataset") or {}).get("max_tokens")}
+
+
+def resume_position(itr_state: Mapping, written_by: Optional[int], world_size: int, checkpoint,
+                    restart_epoch: bool = False) -> int:
+    """``iterations_in_epoch`` at which ``world_size`` processes continue fairseq's ``train_iterator`` state
+    ``itr_state`` of ``checkpoint``, saved by ``written_by`` processes (None: unknown).
+
+    fairseq shuffles an epoch's batch list (seed + epoch; the same list whatever the number of processes) and
+    gives process r of W the batches r, r+W, r+2W, ...; ``iterations_in_epoch`` counts one process's. After
+    ``i`` batches each, W processes have trained on exactly the first W x i batches of the list, and W'
+    processes resuming at i' skip exactly the first W' x i': the same set iff W x i = W' x i'. So the
+    position is carried over when W' divides W x i; otherwise the resume is refused (:class:`ResumeRefused`,
+    one line), unless ``restart_epoch``: then the epoch starts over (its first batches are trained twice).
+    A position of 0 (a checkpoint at an epoch's end: fairseq then saves the next epoch at 0) resumes anywhere."""
+    position = int(itr_state.get("iterations_in_epoch") or 0)
+    if position == 0 or written_by == world_size:
+        return position
+    epoch = itr_state.get("epoch")
+    consumed = None if written_by is None else written_by * position
+    if consumed is not None and consumed % world_size == 0:
+        return consumed // world_size
+    if restart_epoch:
+        logging.getLogger(__name__).warning(
+            "%s: %s=1: resuming its weights at the start of epoch %s on %d processes; the batches of that epoch "
+            "it had trained on are trained again", checkpoint, RESTART_EPOCH_ENV, epoch, world_size)
+        return 0
+    restart = (f"or set {RESTART_EPOCH_ENV}=1 to resume its weights at the start of epoch {epoch} (the batches "
+               f"of that epoch it trained on are trained again)")
+    if consumed is None:
+        raise ResumeRefused(
+            f"{checkpoint} was saved in the middle of epoch {epoch} (batch {position} of each process) by an unknown "
+            f"number of processes; {world_size} processes cannot continue at that batch: resume with the number "
+            f"of processes that wrote it, {restart}")
+    raise ResumeRefused(
+        f"{checkpoint} was saved by {written_by} processes after {consumed} batches of epoch {epoch} ({position} "
+        f"each); {world_size} processes cannot continue at that batch ({consumed} is not a multiple of "
+        f"{world_size}): resume with {written_by} processes (train.gpus / train.cpu_processes, the SLURM job's "
+        f"tasks), {restart}")
+
+
+def resume_plan(checkpoint, world_size: int, restart_epoch: bool = False) -> Optional[dict]:
+    """Where ``world_size`` processes resume the training checkpoint ``checkpoint`` (None when it does not
+    exist): ``{"epoch", "saved_position", "position", "written_by"}`` (:func:`resume_position`; raises
+    :class:`ResumeRefused`). Reads the file memory-mapped: the tensors are not loaded."""
+    checkpoint = Path(checkpoint)
+    if not checkpoint.exists():
+        return None
+    # torch's safe_globals removes its classes on exit, also those an enclosing block (train()) allowed
+    allowed = set(CHECKPOINT_SAFE_GLOBALS) <= set(torch.serialization.get_safe_globals())
+    with contextlib.nullcontext() if allowed else checkpoint_globals_allowed():
+        state = load_model_file(checkpoint, what="training checkpoint", map_location="cpu", weights_only=True,
+                                mmap=True, rebuild=f"delete {checkpoint} and rerun the training that wrote it")
+    itr_state = (state.get("extra_state") or {}).get("train_iterator") or {}
+    geometry = checkpoint_geometry(state) or {}
+    written_by = geometry.get("world_size")
+    return {"epoch": itr_state.get("epoch"), "saved_position": int(itr_state.get("iterations_in_epoch") or 0),
+            "position": resume_position(itr_state, written_by, world_size, checkpoint, restart_epoch),
+            "written_by": written_by}
+
+
 def _fairseq_dictionary(info: Mapping):
     from fairseq.data import Dictionary
 
@@ -569,6 +659,41 @@ def _any_rank(flag: bool) -> bool:
     return bool(t.item())
 
 
+def _record_geometry(trainer) -> None:
+    """Every checkpoint ``trainer`` saves records the processes that wrote it (:data:`GEOMETRY_KEY`)."""
+    geometry = {"world_size": int(trainer.data_parallel_world_size),
+                "update_freq": int(trainer.cfg.optimization.update_freq[0]),
+                "max_tokens": trainer.cfg.dataset.max_tokens}
+    state_dict = trainer.state_dict
+
+    def with_geometry():
+        state = state_dict()
+        state["extra_state"][GEOMETRY_KEY] = dict(geometry)
+        return state
+
+    trainer.state_dict = with_geometry
+
+
+def _carry_position_over(trainer, restart_epoch: bool) -> None:
+    """Before fairseq restores its epoch iterator from a checkpoint, set the position for this number of
+    processes (:func:`resume_plan`): fairseq would take one process's count of another world size as its own."""
+    load = trainer.load_checkpoint
+
+    def load_and_place(filename, *args, **kwargs):
+        plan = resume_plan(filename, int(trainer.data_parallel_world_size), restart_epoch)
+        extra_state = load(filename, *args, **kwargs)
+        itr_state = (extra_state or {}).get("train_iterator")
+        if plan is not None and itr_state is not None and plan["position"] != plan["saved_position"]:
+            logging.getLogger(__name__).warning(
+                "%s: saved by %s processes at batch %d of epoch %s (each); %d processes continue at batch %d "
+                "(each): the same batches of the epoch are done", filename, plan["written_by"],
+                plan["saved_position"], plan["epoch"], trainer.data_parallel_world_size, plan["position"])
+            itr_state["iterations_in_epoch"] = plan["position"]
+        return extra_state
+
+    trainer.load_checkpoint = load_and_place
+
+
 class _NothingToTrain(Exception):
     """The loaded checkpoint is already at --max-update."""
 
@@ -597,7 +722,7 @@ def bf16_on_gpu():
 
 
 def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = None, *,
-          initial_checkpoint=None, monitor=None) -> dict:
+          initial_checkpoint=None, monitor=None, restart_epoch: bool = False) -> dict:
     """Run ``fairseq-train`` (``fairseq_cli.train.cli_main``) in this process.
 
     Re-running with the same ``--save-dir`` resumes from ``checkpoint_last.pt`` (fairseq's
@@ -611,6 +736,9 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     first update (the same seed's initialization: the random-encoder baseline).
     ``monitor``: a :class:`laser_repro.models.laser.curves.CurveMonitor` (give it to the master process only),
     called at update 0 and after every update (it decides when to measure).
+    Every checkpoint records the number of processes, update_freq and max_tokens that wrote it
+    (:data:`GEOMETRY_KEY`); one saved mid-epoch by another number of processes continues at the same batch of
+    its epoch or is refused before training (:func:`resume_plan`; ``restart_epoch``: start that epoch over).
     Returns ``{"preempted": bool, "num_updates": int, "start_updates": int, "start_epoch": int}``:
     the update reached and the one the run started from (``checkpoint_last.pt``'s, 0 when fresh);
     equal when this run made no update (its checkpoint was already at ``--max-epoch`` /
@@ -634,6 +762,8 @@ def train(argv: Sequence[str], stop_requested: Optional[Callable[[], bool]] = No
     original_load = checkpoint_utils.load_checkpoint
 
     def load_checkpoint(cfg, trainer, **kwargs):
+        _record_geometry(trainer)
+        _carry_position_over(trainer, restart_epoch)
         # fairseq restores (or initializes) the model here, before the first update
         extra_state, epoch_itr = original_load(cfg, trainer, **kwargs)
         outcome["start_updates"] = outcome["num_updates"] = trainer.get_num_updates()

@@ -33,9 +33,9 @@ class LaserFamily(ModelFamily):
     def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,
                      stop_requested: Callable[[], bool]) -> dict:
         """One fairseq rank on ``device`` (CPU, or its GPU: fairseq's ``--device-id``): ``update_freq``
-        recomputed for the processes found (same tokens per update), early stopping on the held-out pairs,
-        the NLI multitask objective, the curves."""
-        from laser_repro.models import launch, training_guard
+        recomputed for the processes found (exactly the planned tokens per update, else refused: :meth:`preflight`),
+        early stopping on the held-out pairs, the NLI multitask objective, the curves."""
+        from laser_repro.models import training_guard
         from laser_repro.models.laser import fairseq_bridge
         from laser_repro.models.training import INITIAL_CHECKPOINT
 
@@ -47,9 +47,9 @@ class LaserFamily(ModelFamily):
         if early:  # validate (and save, so that checkpoint_best.pt follows) every interval on the held-out pairs
             train.update(validate_interval_updates=early["interval_updates"], save_interval_updates=early["interval_updates"],
                          keep_interval_updates=1, patience=early["patience"])
-        # the same tokens per update whatever the number of processes found here
-        train["update_freq"] = launch.update_freq_for(planned, train["max_tokens"], rank.world_size)
-        tokens_per_update = train["max_tokens"] * rank.world_size * train["update_freq"]  # >= planned
+        # before fairseq starts: the planned tokens per update on these processes, and where the checkpoint resumes
+        train["update_freq"] = self.preflight(save_dir, settings, rank.world_size, write_status=rank.is_master)
+        tokens_per_update = train["max_tokens"] * rank.world_size * train["update_freq"]  # == planned
         cpu = device.type == "cpu"
         if rank.is_master:
             log.info("tokens per update: %d planned; here %d x %d processes x update_freq %d = %d",
@@ -71,7 +71,8 @@ class LaserFamily(ModelFamily):
 
             monitor = CurveMonitor(Path(save_dir) / self.curves_file, seed=train["seed"], **curves)
         initial = Path(save_dir) / INITIAL_CHECKPOINT if rank.is_master else None
-        outcome = fairseq_bridge.train(argv, stop_requested=stop_requested, initial_checkpoint=initial, monitor=monitor)
+        outcome = fairseq_bridge.train(argv, stop_requested=stop_requested, initial_checkpoint=initial, monitor=monitor,
+                                       restart_epoch=_restart_epoch())
         model, kept = Path(save_dir) / "checkpoint_last.pt", None
         done = rank.is_master and not outcome["preempted"] and outcome["num_updates"] > outcome["start_updates"]
         if early and done:  # the model is the checkpoint with the lowest held-out loss
@@ -89,6 +90,31 @@ class LaserFamily(ModelFamily):
                 "runtime": {"update_freq": train["update_freq"], "max_tokens": train["max_tokens"],
                             "tokens_per_update": tokens_per_update, "device": str(device)}}
 
+    def preflight(self, save_dir, settings: Mapping, world_size: int, write_status: bool = False) -> int:
+        """Refuse, in one line, what would train another model than planned, before any process trains: a world
+        size for which no whole update_freq gives the planned tokens per update (:func:`launch.update_freq_for`),
+        a checkpoint saved mid-epoch that this world size cannot continue at the same batch
+        (:func:`fairseq_bridge.resume_plan`). Returns the update_freq. ``write_status``: also put the refusal in
+        ``train_status.json`` (the master worker: the launcher then ends with that line)."""
+        from laser_repro.core.errors import UserError
+        from laser_repro.models import launch, training_guard
+        from laser_repro.models.laser import fairseq_bridge
+
+        train = settings["train"]
+        try:
+            update_freq = launch.update_freq_for(training_guard.planned_tokens_per_update(train), train["max_tokens"],
+                                                 world_size)
+            fairseq_bridge.resume_plan(Path(save_dir) / "checkpoint_last.pt", world_size, _restart_epoch())
+        except UserError as err:
+            if write_status:
+                from laser_repro.core.textio import write_json
+                from laser_repro.models.training import TRAIN_STATUS
+
+                write_json(Path(save_dir) / TRAIN_STATUS, {"status": "failed", "family": self.name,
+                                                           "world_size": world_size, "error": str(err)})
+            raise
+        return update_freq
+
     def checkpoint_updates(self, path) -> int:
         from laser_repro.models.laser import fairseq_bridge
 
@@ -103,6 +129,15 @@ class LaserFamily(ModelFamily):
         from laser_repro.models.laser.encoder import SentenceEncoder
 
         return _Loaded(SentenceEncoder.load(path))
+
+
+def _restart_epoch() -> bool:
+    """The user's choice (fairseq_bridge.RESTART_EPOCH_ENV=1) to start over an epoch that cannot be continued."""
+    import os
+
+    from laser_repro.models.laser import fairseq_bridge
+
+    return os.environ.get(fairseq_bridge.RESTART_EPOCH_ENV, "").strip() == "1"
 
 
 class _Loaded(Encoder):
