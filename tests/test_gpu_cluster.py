@@ -139,3 +139,25 @@ def test_save_interval_with_early_stopping_is_refused(tmp_path):
     path.write_text(yaml.safe_dump(small, sort_keys=False))
     with pytest.raises(run_config.ConfigError, match=r"run.yaml:\d+: models.base.train.save_interval_updates: early_stopping"):
         run_config.load(path)
+
+
+def test_every_data_job_of_the_paper_run_asks_slurm_for_less_than_two_hours(tmp_path):
+    """Snakemake sums the runtimes of a group's jobs into one allocation: the corpus group asked for 17 h
+    (4 bitexts x (15 + 8 shards x 30 min)) for work of < 1 h, and the full dry run failed ("Error in group
+    evaluate"). laser-repro slurm-requests computes each request with Snakemake's own group arithmetic."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "requests.json"
+    proc = subprocess.run([sys.executable, "-m", "laser_repro.cli", "slurm-requests", "--profile", str(PROFILE.parent),
+                           "--configfile", str(REPO / "config" / "paper.yaml"), "--snakefile",
+                           str(REPO / "workflow" / "Snakefile"), "--directory", str(tmp_path), "--limit-min", "119",
+                           "--json", str(out), "--", "data"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    requests = {r["name"]: r for r in json.loads(out.read_text())}
+    # the paper's data stage: 491 OPUS zips -> 1,704 Moses shards -> BPE -> 184 binarized pairs
+    assert {"extract", "shards", "encode", "bpe_count", "bpe_learn", "fairseq_dict"} <= set(requests), sorted(requests)
+    assert requests["shards"]["submissions"] >= 1704 // 8 and requests["encode"]["submissions"] == 184
+    assert all(0 < r["runtime_min"] < 120 for r in requests.values()), requests
+    assert "| shards | group |" in proc.stdout

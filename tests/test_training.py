@@ -45,6 +45,24 @@ def test_binarized_layout(data_dir):
         fairseq_bridge.binarize_pair("eng", "eng", data_dir / "x", data_dir / "dict.txt", data_dir)
 
 
+def test_binarize_workers_write_the_same_bytes(tmp_path):
+    """binarize_pair takes the rule's threads as fairseq-preprocess workers: the files must not depend on them."""
+    import random
+
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(300)]
+    (tmp_path / "dict.txt").write_text("".join(f"{w} 1\n" for w in words), encoding="utf-8")
+    for lang in ("deu", "eng"):
+        (tmp_path / f"train.{lang}").write_text("".join(" ".join(rng.choices(words, k=rng.randint(1, 30))) + "\n"
+                                                        for _ in range(3000)), encoding="utf-8")
+    written = {}
+    for workers in (1, 3):
+        dest = tmp_path / f"bin{workers}"
+        fairseq_bridge.binarize_pair("deu", "eng", tmp_path / "train", tmp_path / "dict.txt", dest, workers=workers)
+        written[workers] = {p.name: p.read_bytes() for p in sorted(dest.glob("train.*"))}
+    assert len(written[1]) == 4 and written[1] == written[3]
+
+
 def make_task(data_dir):
     args = Namespace(data=str(data_dir), lang_pairs=LANG_PAIRS, target_langs=TARGETS,
                      max_source_positions=250, max_target_positions=250)

@@ -16,7 +16,7 @@ from laser_repro.core.errors import UserError
 from laser_repro.core.textio import one_line
 from laser_repro.data import cli as data_cli, fetch, nway
 from laser_repro.core import download
-from laser_repro.config import budget, dvc_stages
+from laser_repro.config import budget, dvc_stages, slurm_requests
 from laser_repro.evaluation import bucc, cli as evaluation_cli, flores, mldoc, nway as nway_eval, retrieval, wmt, xnli
 from laser_repro.evaluation import europarl, word_translation
 from laser_repro.models import cli as models_cli, training
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
     sub = p.add_subparsers(dest="command", required=True)
-    for module in (fetch, doctor, budget, dvc_stages, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
+    for module in (fetch, doctor, budget, dvc_stages, slurm_requests, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
                    labse_vocab, bisent2vec_vocab, evaluation_cli, reporting_cli, bucc, xnli, mldoc, wmt, flores,
                    nway_eval, retrieval, word_translation, europarl, ablation, schwenk_douze, labse_tables,
                    bisent2vec_tables, compare, task_compare, reproduces, provenance):

@@ -14,13 +14,14 @@ rule binarize_pair:
     params:
         prefix=lambda w, input: input.src.removesuffix(f".{w.src}"),
         dest=lambda w, input: os.path.dirname(input.dict),
+    threads: 4  # fairseq-preprocess workers: ~4.7k lines/s each (the largest paper pairs: 25-35 min with one)
     resources:
         mem_mb=2000,
     conda:
         "../../envs/laser.yaml"
     shell:
         logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
-               " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q}")
+               " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q} --workers {threads}")
 
 
 # One model per variant (results/{run}/models/{variant}/): "base" is the model of Tables 1-4, 8, 9;

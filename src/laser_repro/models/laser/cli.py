@@ -10,7 +10,8 @@ from __future__ import annotations
 def cmd_binarize(a):
     from laser_repro.models.laser import fairseq_bridge
 
-    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix)
+    fairseq_bridge.binarize_pair(a.src, a.tgt, a.train_prefix, a.dict, a.dest, valid_prefix=a.valid_prefix,
+                                 workers=a.workers)
 
 
 def cmd_binarize_valid(a):
@@ -31,6 +32,8 @@ def add_cli(sub) -> None:
     split.add_argument("--valid-prefix", help="held-out text (valid.* files: loss on the learning curves)")
     s.add_argument("--dict", required=True)
     s.add_argument("--dest", required=True)
+    s.add_argument("--workers", type=int, default=1,
+                   help="fairseq-preprocess processes (the same bytes for any number: fairseq merges in order)")
     s.set_defaults(func=cmd_binarize)
 
     s = sub.add_parser("binarize-valid", help="binarize the held-out lines of several pairs (valid.*)")
