@@ -1,6 +1,7 @@
 """GPU smoke test of the families that train on GPUs (issue 25): writes a JSON of figures.
 
-For multienc and LaBSE (and LASER when fairseq is importable), in fp32 and bf16: 20 updates on the GPU with a
+For multienc and LaBSE (and LASER when fairseq is importable), in fp32, bf16 and (on a GPU) fp16, the paper
+config's precision (a loss-scaled float16 run): 20 updates on the GPU with a
 stop after 10 and a resume (which must continue at update 10), the export, and the exported encoder's
 embeddings on the GPU against the CPU's (fp32 weights: within 1e-4). Then two processes on one GPU (gloo with
 CUDA tensors; NCCL refuses two ranks on one device) against one process, and throughput at realistic sizes:
@@ -277,12 +278,17 @@ def throughput(family: str, work: Path, device: torch.device, precision: str, bi
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("out", help="the JSON of figures")
+    parser.add_argument("--precisions", nargs="+", choices=("fp32", "bf16", "fp16"),
+                        help="default: fp32 bf16 fp16 on a GPU, fp32 bf16 on the CPU (fp16 needs CUDA)")
     parser.add_argument("--only", nargs="+", metavar="PREFIX",
                         help="run only the checks whose names start with one of these (e.g. multienc. laser.)")
     a = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     cuda = torch.cuda.is_available()
     device = torch.device("cuda", 0) if cuda else torch.device("cpu")
+    precisions = a.precisions or (["fp32", "bf16", "fp16"] if cuda else ["fp32", "bf16"])
+    if "fp16" in precisions and not cuda:
+        parser.error("fp16 needs a CUDA device")
     report = {"host": socket.gethostname(), "torch": torch.__version__, "cuda": torch.version.cuda,
               "device": torch.cuda.get_device_name(0) if cuda else "cpu",
               "cudnn": torch.backends.cudnn.version() if cuda else None,
@@ -321,7 +327,7 @@ def main(argv=None) -> int:
         Dictionary.build([x for lang in LANGS for x in lines["train", lang]]).save(data / "dict.txt")
         tok, _ = vocab.learn({lang: data / "tok" / f"train.{lang}" for lang in LANGS}, 120)
         tok.save(str(data / "tokenizer.json"))
-        for precision in ("fp32", "bf16"):
+        for precision in precisions:
             check(f"multienc.{precision}", train_resume_export, "multienc", data, tmp / f"m-{precision}",
                   multienc_settings(precision), device, lines)
             check(f"labse.{precision}", train_resume_export, "labse", data, tmp / f"l-{precision}",
@@ -343,7 +349,7 @@ def main(argv=None) -> int:
         labse_two = labse_settings(data, "fp32", max_update=1, batch_size=15)
         labse_two["encoder"]["dropout"] = 0.0
         check("two_processes_one_gpu.labse", two_processes_one_gpu, "labse", data, tmp / "two-l", labse_two, device)
-        for precision in ("fp32", "bf16"):
+        for precision in precisions:
             for family in ("multienc", "labse"):
                 check(f"throughput.{family}.{precision}", throughput, family, tmp / f"t-{family}-{precision}",
                       device, precision, cuda)

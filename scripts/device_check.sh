@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Every GPU check of this project in one command, for a lent GPU machine (the device tool) or a GPU node:
+#   bash scripts/fetch_device_wheels.sh            # here, once: the wheels that machine lacks, into .whl/
+#   bash scripts/device_check.sh [OUT_DIR]         # there (device tool: carry [".whl"]); OUT_DIR default $OUT or out/
+# Steps, each with its own time limit (about 8 minutes in all on one H100/H200), each recorded whatever happens:
+# the environment (nvidia-smi, laser-repro doctor), `pytest -m gpu` on the GPU test files, scripts/gpu_smoke.py in
+# fp32, bf16 and fp16 (the paper config's precision), and the LASER-vs-fairseq benchmark at 8k and 32k tokens per
+# GPU. Writes OUT_DIR/device_check.json (one entry per step: exit status, seconds, its JSON or log tail) and each
+# step's own files; exit 1 if a step failed. The figures go into docs/cluster.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT_DIR=${1:-${OUT:-out}}
+mkdir -p "$OUT_DIR"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python3}
+if compgen -G ".whl/*.whl" >/dev/null; then   # carried wheels, outside the image's site-packages
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "device_check.sh: installing .whl/ failed" >&2; exit 1; }
+    export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+STEPS=()
+step() {  # NAME LIMIT_S COMMAND...: run, keep the log, record status and time
+    local name=$1 limit=$2; shift 2
+    local t0=$SECONDS rc
+    echo "== $name (limit ${limit}s): $*" | tee "$OUT_DIR/$name.log"
+    timeout --kill-after=10 "$limit" "$@" >> "$OUT_DIR/$name.log" 2>&1
+    rc=$?
+    echo "== $name: exit $rc after $((SECONDS - t0)) s" | tee -a "$OUT_DIR/$name.log"
+    STEPS+=("$name:$rc:$((SECONDS - t0))")
+}
+step environment 60 bash -c "nvidia-smi; $PY -m laser_repro.cli doctor --json '$OUT_DIR/doctor.json'"
+step pytest_gpu 120 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_mining.py
+step gpu_smoke 240 "$PY" scripts/gpu_smoke.py "$OUT_DIR/gpu_smoke.json" --precisions fp32 bf16 fp16
+step laser_bench_8k 90 "$PY" scripts/benchmark_laser_gpu.py --out "$OUT_DIR/laser_bench_8k.json" --max-tokens 8000 \
+    --updates 60 --precisions bf16 fp16 --timeout 40
+step laser_bench_32k 90 "$PY" scripts/benchmark_laser_gpu.py --out "$OUT_DIR/laser_bench_32k.json" --max-tokens 32000 \
+    --updates 30 --precisions bf16 fp16 --timeout 40
+"$PY" - "$OUT_DIR" "${STEPS[@]}" <<'PYEOF'
+import json, sys
+from pathlib import Path
+out, steps = Path(sys.argv[1]), sys.argv[2:]
+report = {"steps": {}}
+for item in steps:
+    name, rc, seconds = item.rsplit(":", 2)
+    entry = {"exit": int(rc), "seconds": int(seconds), "timed_out": int(rc) in (124, 137)}
+    for suffix in (".json",):
+        f = out / f"{name}{suffix}"
+        if f.exists():
+            try:
+                entry["result"] = json.loads(f.read_text())
+            except ValueError as err:
+                entry["result_error"] = str(err)
+    log = out / f"{name}.log"
+    entry["log_tail"] = log.read_text(errors="replace")[-3000:] if log.exists() else None
+    report["steps"][name] = entry
+doctor = out / "doctor.json"
+if doctor.exists():
+    report["doctor"] = json.loads(doctor.read_text())
+(out / "device_check.json").write_text(json.dumps(report, indent=1) + "\n")
+failed = [n for n, e in report["steps"].items() if e["exit"] != 0]
+print(f"device_check: {len(report['steps'])} steps, failed: {', '.join(failed) or 'none'} -> {out / 'device_check.json'}")
+sys.exit(1 if failed else 0)
+PYEOF
