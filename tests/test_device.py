@@ -262,3 +262,19 @@ def test_fairseq_bf16_stays_a_cuda_run(monkeypatch):
         args = parse()
     assert args.bf16 and not args.tpu
     assert parse().tpu  # restored
+
+
+def test_planned_gpus_that_the_process_does_not_see_stop_the_launch(monkeypatch):
+    """SLURM's job step strips SLURM_GPUS_*: a step given no GPU planned "cpu" and trained on the CPU of a GPU
+    node. The config's train.gpus is the plan now: fewer visible GPUs stop the launch in one line."""
+    from laser_repro.core.errors import UserError
+    from laser_repro.models import launch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(UserError, match=r"train.gpus is 2 but this process sees 0 GPU\(s\)"):
+        launch.local_world_size(1, uses_gpu=True, planned_gpus=2)
+    assert launch.local_world_size(3, uses_gpu=True, planned_gpus=0) == 3  # CPU processes as before
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 8)
+    # torchrun took every visible GPU: 8 workers for a plan of 2 (a wrong tokens per update)
+    assert launch.local_world_size(1, uses_gpu=True, planned_gpus=2) == 2
+    assert launch.local_world_size(1, uses_gpu=False, planned_gpus=2) == 1

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -225,13 +226,30 @@ def slurm_time_left(job_id: str) -> Optional[int]:
         raise RuntimeError(f"squeue -h -j {job_id} -o %L: {err}") from None
 
 
-def local_world_size(cpu_processes: int, uses_gpu: bool = True) -> int:
-    """Processes to start on this machine: one per visible GPU (when the family trains on GPUs), else
-    ``cpu_processes``."""
+def local_world_size(cpu_processes: int, uses_gpu: bool = True, planned_gpus: int = 0) -> int:
+    """Processes to start on this machine: one per planned GPU (the config's ``train.gpus``), else one per
+    visible GPU (when the family trains on GPUs), else ``cpu_processes``. Fewer visible GPUs than planned is
+    an error (:func:`check_visible_gpus`), more are left idle: the plan's tokens per update stay."""
     import torch
 
     gpus = torch.cuda.device_count() if uses_gpu else 0
+    if uses_gpu and planned_gpus > 0:
+        check_visible_gpus(planned_gpus, gpus)
+        return planned_gpus
     return gpus if gpus > 0 else max(1, int(cpu_processes))
+
+
+def check_visible_gpus(planned: int, visible: int, environ: Optional[Mapping[str, str]] = None) -> None:
+    """The config gave this job ``planned`` GPUs: fewer visible ones stop it here, in one line, instead of a
+    run on the CPU of a GPU node. Under SLURM a job step sees only the GPUs it asked for: a step that did not
+    ask (snakemake's job step `srun -n1` without --gres, an `srun --exact`) sees none."""
+    if visible >= planned:
+        return
+    env = os.environ if environ is None else environ
+    raise UserError(f"train.gpus is {planned} but this process sees {visible} GPU(s) (CUDA_VISIBLE_DEVICES="
+                    f"{env.get('CUDA_VISIBLE_DEVICES')!r}, host {socket.gethostname()}): the job (or its SLURM "
+                    "step) was given fewer GPUs than the config plans; check the job's --gres and "
+                    "`laser-repro doctor` on the node")
 
 
 def worker_command(worker_argv: Sequence[str]) -> list[str]:

@@ -87,7 +87,10 @@ def _train_launcher(a, settings: dict):
         return
     status_path.unlink(missing_ok=True)  # a stale status must not be read as this run's
     # every worker follows this plan: a worker meant for a GPU that sees none stops (models.device)
-    plan = {device.PLANNED_DEVICE_ENV: device.planned_device_type(family.uses_gpu)}
+    # the config's GPUs are the plan: a job step that sees none must fail, not train on the CPU (the SLURM
+    # job step's environment has no SLURM_GPUS_* to tell it that GPUs were meant)
+    planned_gpus = int(settings.get("train", {}).get("gpus") or 0) if family.uses_gpu else 0
+    plan = {device.PLANNED_DEVICE_ENV: "cuda" if planned_gpus else device.planned_device_type(family.uses_gpu)}
     if a.launcher == "srun":
         job = launch.slurm_job_geometry(os.environ["SLURM_JOB_ID"])
         # as many threads per worker as CPUs per task (as torchrun's split below): the thread
@@ -96,7 +99,8 @@ def _train_launcher(a, settings: dict):
         _preflight(family, save_dir, settings, job["tasks"])
         rc = launch.launch_workers("srun", job["tasks"], _train_worker_argv(a, threads), job, env=plan)
     else:
-        world = launch.local_world_size(settings["train"].get("cpu_processes", 1), uses_gpu=family.uses_gpu)
+        world = launch.local_world_size(settings["train"].get("cpu_processes", 1), uses_gpu=family.uses_gpu,
+                                        planned_gpus=planned_gpus)
         if world == 1:
             return _train_worker(a, settings, launch.Rank())
         _preflight(family, save_dir, settings, world)
