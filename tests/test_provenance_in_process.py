@@ -77,3 +77,30 @@ def test_start_as_epoch_seconds(workdir):
     t = time.time() - 5
     rec = provenance.record_job(spec(), start=t)
     assert provenance.parse_time(rec["start"]) == dt.datetime.fromtimestamp(t).astimezone()
+
+
+def test_provenance_spec_file_and_path_lists(tmp_path, monkeypatch):
+    """The workflow passes a job's spec as a content-addressed file (laser_repro.provenance.spec_files), not as
+    one shell argument: the same spec is one file, read before the subcommand runs (a missing one stops it)."""
+    import json
+
+    from laser_repro import cli
+    from laser_repro.provenance import spec_files
+
+    monkeypatch.chdir(tmp_path)
+    Path("vocab").write_text("a@@ 3\nb 2\n", encoding="utf-8")
+    spec = {"rule": "fairseq_dict", "inputs": ["vocab"], "outputs": ["dict.txt"], "log": None, "config": {}}
+    path = spec_files.write_content_file("provenance-fairseq_dict", spec)
+    assert path == spec_files.write_content_file("provenance-fairseq_dict", dict(reversed(list(spec.items()))))
+    assert path.startswith(".snakemake/laser-repro/provenance-fairseq_dict-") and path.endswith(".json")
+    assert spec_files.write_content_file("provenance-fairseq_dict", dict(spec, inputs=["other"])) != path
+    assert cli.main(["--provenance-spec", path, "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"]) == 0
+    assert json.loads(Path("dict.txt.prov.json").read_text())["rule"] == "fairseq_dict"
+    Path("dict.txt").unlink()
+    with pytest.raises(SystemExit, match="--provenance-spec missing.json: no such file"):
+        cli.main(["--provenance-spec", "missing.json", "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"])
+    assert not Path("dict.txt").exists()  # stopped before the work
+    listed = spec_files.write_content_file("inputs", ["a.txt", "b.txt"])
+    assert spec_files.read_path_list(listed) == ["a.txt", "b.txt"]
+    with pytest.raises(ValueError, match="expected a JSON list of paths"):
+        spec_files.read_path_list(path)

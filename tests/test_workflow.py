@@ -19,9 +19,13 @@ def test_lint_is_clean(config):
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
+# a long run name (it is in every path of every command)
+LONG_RUN = "paper_on_the_shared_cluster_with_a_long_descriptive_name_for_the_reproduction_of_artetxe_schwenk_2019"
+
+
 def test_paper_config_dry_run_names_real_urls(tmp_path):
     start = time.perf_counter()
-    proc = run_snakemake("-n", "-p", "--configfile", str(REPO / "config" / "paper.yaml"),
+    proc = run_snakemake("-n", "-p", "--configfile", str(REPO / "config" / "paper.yaml"), "--config", f"run_name={LONG_RUN}",
                          "--directory", str(tmp_path), timeout=600)
     elapsed = time.perf_counter() - start
     out = proc.stdout + proc.stderr
@@ -41,8 +45,27 @@ def test_paper_config_dry_run_names_real_urls(tmp_path):
         assert url in out, url
     # allow_absent_pairs (OpenSubtitles): a 404 is an absent pair only if another pair of the corpus exists
     fetch = next(line for line in out.splitlines() if "fetch --url https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/de-es.txt.zip" in line)
-    assert "--absent-ok --pair-url" in fetch and fetch.count("--pair-url https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/") > 50
-    assert "OPUS-Europarl" not in fetch  # the corpus's own pairs only
+    assert "--absent-ok --pair-urls-from .snakemake/laser-repro/opus-pairs-OpenSubtitles-v2018-" in fetch, fetch
+    listed = json.loads((tmp_path / fetch.split("--pair-urls-from ")[1].split()[0]).read_text())
+    assert sum(u.startswith("https://object.pouta.csc.fi/OPUS-OpenSubtitles/v2018/moses/") for u in listed) > 50
+    assert not [u for u in listed if "OPUS-Europarl" in u]  # the corpus's own pairs only
+    # every printed command is one a user could type: the provenance spec and long lists are files (the
+    # inline JSON of bpe_count, 1,704 inputs, was one 95 kB argument: 72 % of Linux's per-argument limit)
+    import shlex
+
+    commands = [line.removeprefix("Shell command: ") for line in out.splitlines() if line.startswith("Shell command: ")]
+    assert len(commands) > 4000
+    # no argument near Linux's 128 kB per argument (the longest: ablation-table's rows and the models' settings,
+    # JSON of 11 kB), no command near its 2 MB for all (tables list their inputs)
+    assert max(len(arg) for c in commands for arg in shlex.split(c)) < 16_000
+    assert max(len(c) for c in commands) < 100_000
+    assert max(len(c) for c in commands if " fetch " in c or " bpe-count " in c) < 1000
+    assert not [c for c in commands if "--provenance-json" in c]
+    count = next(c for c in commands if " bpe-count " in c)
+    spec = json.loads((tmp_path / count.split("--provenance-spec ")[1].split()[0]).read_text())
+    inputs = json.loads((tmp_path / count.split("--inputs-from ")[1].split()[0]).read_text())
+    assert spec["rule"] == "bpe_count" and len(spec["inputs"]) == len(inputs) > 1500
+    assert all(f"results/{LONG_RUN}/" in path for path in inputs)
     counts = {}
     for line in out.splitlines():
         parts = line.split()

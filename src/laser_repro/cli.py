@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provenance-json", metavar="JSON",
                    help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
+    p.add_argument("--provenance-spec", metavar="FILE",
+                   help="as --provenance-json, the JSON read from FILE (what the workflow passes: "
+                        "laser_repro.provenance.spec_files)")
     sub = p.add_subparsers(dest="command", required=True)
     for module in (fetch, doctor, budget, dvc_stages, slurm_requests, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
                    labse_vocab, bisent2vec_vocab, evaluation_cli, reporting_cli, bucc, xnli, mldoc, wmt, flores,
@@ -46,18 +49,26 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # one INFO line per CPU variant it probes
     args = build_parser().parse_args(argv)
+    spec = args.provenance_json
+    if args.provenance_spec:  # read before the work: a missing spec must not waste it
+        from laser_repro.provenance.spec_files import read_json_file
+
+        try:
+            spec = read_json_file(args.provenance_spec, "--provenance-spec")
+        except ValueError as err:
+            raise SystemExit(f"provenance: {err}") from None
     try:
         args.func(args)
     except UserError as err:  # the user's mistake, named by its message: no traceback (bugs keep theirs)
         print(f"laser-repro {args.command}: error: {one_line(str(err))}", file=sys.stderr)
         return 1
-    if args.provenance_json:  # only reached when the subcommand succeeded
+    if spec:  # only reached when the subcommand succeeded
         from laser_repro import provenance
 
         runtime = dict(getattr(args, "runtime", None) or {})
         if "torch" in sys.modules:  # results differ (~1e-7) with the thread count
             runtime.setdefault("torch_threads", sys.modules["torch"].get_num_threads())
-        provenance.record_job(args.provenance_json, start=started, runtime=runtime or None)
+        provenance.record_job(spec, start=started, runtime=runtime or None)
     return 0
 
 

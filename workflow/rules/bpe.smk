@@ -10,13 +10,15 @@ rule bpe_count:
         "results/{run}/bpe/words",
     log:
         "results/{run}/logs/bpe/count.log",
+    params:
+        inputs=path_list_file("bpe-count-inputs"),  # every tokenized shard: a file, not thousands of arguments
     threads: lambda w: CFG["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs {input:q}")
+        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs-from {params.inputs}")
 
 
 rule bpe_learn:

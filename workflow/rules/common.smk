@@ -6,6 +6,7 @@ import sys
 from laser_repro import config as run_config
 from laser_repro.config.plan import corpus_bitexts, corpus_code, local_languages, sacrebleu_langpair
 from laser_repro.core import languages
+from laser_repro.provenance import spec_files
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 from laser_repro.evaluation import bucc, europarl
@@ -585,12 +586,12 @@ def logged(cmd, keys=(), sources=False):
     rule reads raw files; their public URLs are recorded (params.sources).
 
     A command that is one `laser-repro SUBCOMMAND ...` records in that same process: `laser-repro
-    --provenance-json JSON SUBCOMMAND ...` writes the record once the subcommand returned (the JSON,
-    params.provenance_json, is set by name_recorded_rules). A compound command (`&&`, subshell, `rm`)
+    --provenance-spec FILE SUBCOMMAND ...` writes the record once the subcommand returned (FILE, the job's
+    spec written when the job is scheduled: params.provenance_spec, set by name_recorded_rules). A compound command (`&&`, subshell, `rm`)
     is followed by `python -m laser_repro.provenance provenance ...`. Every path and value is quoted."""
     settings = {key: config_value(key) for key in keys}
     if cmd.startswith("laser-repro ") and not any(c in cmd for c in "();|&<>`$\n"):
-        return InProcessRecord(f"laser-repro --provenance-json {{params.provenance_json}}"
+        return InProcessRecord(f"laser-repro --provenance-spec {{params.provenance_spec}}"
                                f" {cmd.removeprefix('laser-repro ')} > {{log:q}} 2>&1", settings, sources)
     settings = shell_quote_json(settings).replace("{", "{{").replace("}", "}}")
     source_args = " {params.sources}" if sources else ""
@@ -600,10 +601,10 @@ def logged(cmd, keys=(), sources=False):
             f" --log {{log:q}} --config-json {settings}{source_args} >> {{log:q}} 2>&1")
 
 
-def provenance_json(rule_, settings, sources):
-    """params.provenance_json of a rule recording in-process (laser-repro --provenance-json), one shell
-    argument: JSON of the rule name, inputs, outputs, log, config and `PATH=URL` sources of one job."""
-    import json
+def provenance_spec(rule_, settings, sources):
+    """params.provenance_spec of a rule recording in-process (laser-repro --provenance-spec): the file of
+    one job's rule name, inputs, outputs, log, config and `PATH=URL` sources (content-addressed under
+    .snakemake/laser-repro/, laser_repro.provenance.spec_files), quoted."""
 
     source_items = getattr(rule_.params.get("sources"), "items", None) if sources else None
     if sources and source_items is None:
@@ -616,7 +617,7 @@ def provenance_json(rule_, settings, sources):
                 "log": str(logs[0]) if logs else None, "benchmark": str(bench) if bench else None,
                 "config": settings,
                 "sources": source_items(wildcards, input, output) if source_items else []}
-        return shlex.quote(json.dumps(spec, sort_keys=True))
+        return shlex.quote(spec_files.write_content_file(f"provenance-{rule_.name}", spec))
 
     return param
 
@@ -624,8 +625,8 @@ def provenance_json(rule_, settings, sources):
 def name_recorded_rules():
     """The provenance params of every rule whose command records provenance, params.rule_name where a
     separate `python -m laser_repro.provenance` records it (`{rule}` would do in the shell command, but
-    the linter does not know it; quoted here), params.provenance_json where `laser-repro
-    --provenance-json` does. Call once all rules are defined."""
+    the linter does not know it; quoted here), params.provenance_spec where `laser-repro
+    --provenance-spec` does. Call once all rules are defined."""
     for rule_ in workflow.rules:
         if not rule_.shellcmd:
             continue
@@ -634,7 +635,13 @@ def name_recorded_rules():
                 raise ValueError(f"{rule_.name}: a benchmark needs an in-process record (one laser-repro command)")
             rule_.set_params(rule_name=shlex.quote(rule_.name))
         elif isinstance(rule_.shellcmd, InProcessRecord):
-            rule_.set_params(provenance_json=provenance_json(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
+            rule_.set_params(provenance_spec=provenance_spec(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
+
+
+def path_list_file(name):
+    """A params function: the job's inputs as a JSON list file (`laser-repro ... --inputs-from FILE`), for
+    commands that read many files (bpe_count: 1,704 shards at the paper's scale)."""
+    return lambda wildcards, input: shlex.quote(spec_files.write_content_file(name, [str(f) for f in input]))
 
 
 RAW_URLS = {}  # raw input file (corpus, test set) -> its public URL, for provenance records
@@ -684,7 +691,7 @@ def opus_url(w):
 
 
 def opus_pair_url_args(w):
-    """--pair-url for every configured pair of the OPUS corpus and version that download_opus fetches (quoted): with
+    """--pair-urls-from: every configured pair of the OPUS corpus and version that download_opus fetches: with
     allow_absent_pairs, a missing zip is an absent pair only if another of them exists."""
     urls = []
     for b in PLAN.bitexts:
@@ -692,7 +699,9 @@ def opus_pair_url_args(w):
         if c["kind"] == "opus" and c["corpus"] == w.opus_corpus and c["version"] == w.version:
             codes = (languages.opus_code(b.src, c.get("codes")), languages.opus_code(b.tgt, c.get("codes")))
             urls.append(corpora.opus_moses_url(w.opus_corpus, w.version, *codes, base_url=CFG["opus"]["base_url"]))
-    return " ".join(f"--pair-url {shlex.quote(u)}" for u in dict.fromkeys(urls))
+    # a file: at the paper's scale 114 URLs, 15 kB, in each of the corpus's download commands
+    listed = spec_files.write_content_file(f"opus-pairs-{w.opus_corpus}-{w.version}", list(dict.fromkeys(urls)))
+    return f"--pair-urls-from {shlex.quote(listed)}"
 
 
 def fetch_urls(urls):

@@ -96,7 +96,15 @@ def _log_rate(output, n: int, start: float) -> None:
 def cmd_bpe_count(a):
     from laser_repro.data import bpe
 
-    counts, stats = bpe.count_words(a.inputs, threads=a.threads, progress=True)
+    inputs = a.inputs
+    if a.inputs_from:
+        from laser_repro.provenance.spec_files import read_path_list
+
+        try:
+            inputs = read_path_list(a.inputs_from)
+        except ValueError as err:
+            raise UserError(str(err)) from None
+    counts, stats = bpe.count_words(inputs, threads=a.threads, progress=True)
     bpe.write_word_counts(counts, a.output)
     log.info("%s: %s", a.output, json.dumps(stats))
 
@@ -240,7 +248,9 @@ def add_cli(sub) -> None:
     s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")
     s.add_argument("--output", required=True, help="'word count' per line, count descending")
     s.add_argument("--threads", type=int, default=1, help="count this many files in parallel")
-    s.add_argument("--inputs", nargs="+", required=True)
+    files = s.add_mutually_exclusive_group(required=True)
+    files.add_argument("--inputs", nargs="+", help="the tokenized text files")
+    files.add_argument("--inputs-from", metavar="FILE", help="or a JSON list of them (what the workflow passes)")
     s.set_defaults(func=cmd_bpe_count)
 
     s = sub.add_parser("bpe-learn", help="learn the joint BPE (fastBPE learnbpe + getvocab)")

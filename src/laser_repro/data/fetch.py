@@ -62,8 +62,16 @@ def cmd_fetch(a):
         from laser_repro.data.corpora import write_absent_pair_record
 
         url = urls[0]
-        if a.pair_url:
-            require_some_pair(url, a.pair_url, a)
+        pair_urls = list(a.pair_url)
+        if a.pair_urls_from:
+            from laser_repro.provenance.spec_files import read_path_list
+
+            try:
+                pair_urls += read_path_list(a.pair_urls_from, "--pair-urls-from")
+            except ValueError as err:
+                raise UserError(str(err)) from None
+        if pair_urls:
+            require_some_pair(url, pair_urls, a)
         if download.is_url(url) and not url.lower().startswith("file:"):
             why = "HTTP 404"
         else:
@@ -107,6 +115,7 @@ def add_cli(sub) -> None:
     s.add_argument("--pair-url", action="append", default=[], metavar="URL",
                    help="with --absent-ok: the URL of another pair of the same corpus (repeat for each); a "
                         "missing file is an absent pair only if one of them exists (else the URL is wrong)")
+    s.add_argument("--pair-urls-from", metavar="FILE", help="with --absent-ok: a JSON list of such URLs")
     s.set_defaults(func=cmd_fetch)
 
     s = sub.add_parser("extract-member", help="extract one file of a tar (or zip) archive")
