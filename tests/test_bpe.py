@@ -282,3 +282,14 @@ def test_learning_from_an_empty_words_file_names_it(tmp_path, capsys):
     assert "word-count file is empty" in msg
     assert "stats.json" in msg  # where to look: the extraction statistics of the bitexts
     assert not (tmp_path / "codes").exists() and not (tmp_path / "vocab").exists()
+
+
+def test_bpe_learn_request_follows_its_word_counts():
+    """bpe_learn asked a fixed 32 GB, which holds ~90M distinct words: it is sized from its input now."""
+    from laser_repro.data.bpe import WORD_COUNT_BYTES_PER_WORD, learn_resources
+
+    small, paper = learn_resources(7_523_434), learn_resources(None)  # the default run's counts; a dry run
+    assert small == {"mem_mb": 2000, "runtime": 5}
+    assert 32_000 < paper["mem_mb"] < 48_000 and paper["runtime"] < 120
+    big = learn_resources(int(150e6 * WORD_COUNT_BYTES_PER_WORD))  # 150M words: beyond the old 32 GB
+    assert big["mem_mb"] > 1.25 * 150 * 350 and big["mem_mb"] > paper["mem_mb"] > learn_resources(10**8)["mem_mb"] / 2

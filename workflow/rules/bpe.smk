@@ -34,7 +34,10 @@ rule bpe_learn:
     params:
         merges=lambda w: CFG["bpe"]["merges"],
     resources:
-        mem_mb=16000,
+        # from the word counts' size (laser_repro.data.bpe.learn_resources: ~0.35 GB and ~52 s per million
+        # distinct words); in a dry run, before the counts exist, the paper's estimate
+        mem_mb=lambda w, input: bpe_learn_resources(input)["mem_mb"],
+        runtime=lambda w, input: bpe_learn_resources(input)["runtime"],
     conda:
         "../envs/laser.yaml"
     shell:

@@ -143,7 +143,7 @@ def one_node_gpu_resource(gpus_of, key):
     return lambda wildcards, threads: one_node_gpu_layout(*gpus_of(wildcards), key, threads)
 
 
-# ---- the conda environment of a rule (--sdm conda): the CPU one, or for GPUs the config's `cuda` build ------
+# ---- conda environments (--sdm conda): the CPU one, or for jobs given GPUs the config's `cuda` build --------
 from snakemake.settings.types import DeploymentMethod
 from laser_repro.core import cuda_builds
 
@@ -151,7 +151,7 @@ SDM_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_me
 
 
 def conda_env(gpus, where):
-    """The conda env file (absolute) of a rule given `gpus` GPUs (`where`: the config key saying so)."""
+    """The conda env file (absolute) for a job given `gpus` GPUs (`where`: the config key saying so)."""
     name = cuda_builds.conda_env_file(CFG.get("cuda"), gpus, where, SDM_CONDA)
     return os.path.join(workflow.basedir, "envs", name)
 
@@ -602,7 +602,7 @@ def logged(cmd, keys=(), sources=False):
 
 
 def provenance_spec(rule_, settings, sources):
-    """params.provenance_spec of a rule recording in-process (laser-repro --provenance-spec): the file of
+    """params.provenance_spec where the command records in-process (laser-repro --provenance-spec): the file of
     one job's rule name, inputs, outputs, log, config and `PATH=URL` sources (content-addressed under
     .snakemake/laser-repro/, laser_repro.provenance.spec_files), quoted."""
 
@@ -642,6 +642,14 @@ def path_list_file(name):
     """A params function: the job's inputs as a JSON list file (`laser-repro ... --inputs-from FILE`), for
     commands that read many files (bpe_count: 1,704 shards at the paper's scale)."""
     return lambda wildcards, input: shlex.quote(spec_files.write_content_file(name, [str(f) for f in input]))
+
+
+def bpe_learn_resources(input):
+    """bpe_learn's memory and minutes from the size of its word counts (the paper's estimate before they exist)."""
+    from laser_repro.data import bpe
+
+    words = str(input[0])
+    return bpe.learn_resources(os.path.getsize(words) if os.path.exists(words) else None)
 
 
 RAW_URLS = {}  # raw input file (corpus, test set) -> its public URL, for provenance records

@@ -395,6 +395,24 @@ def vocab_from_codes(codes: Sequence[tuple[str, str, int]] | BpeApplier,
     return vocab
 
 
+#: Learning 50k merges (scripts/benchmark_bpe.py, 0.5M-4M distinct words): ~52 s and ~0.35 GB per million
+#: distinct words; the word-count file holds ~14.2 bytes per distinct word (the default run: 7,523,434 bytes,
+#: 529,517 words). Without the file (a dry run): the paper's upper estimate, 95M distinct words.
+LEARN_S_PER_MILLION_WORDS = 52.0
+LEARN_MB_PER_MILLION_WORDS = 350.0
+WORD_COUNT_BYTES_PER_WORD = 14.2
+PAPER_DISTINCT_WORDS = 95_000_000
+
+
+def learn_resources(words_file_bytes: int | None, headroom: float = 1.25) -> dict:
+    """The SLURM request of ``bpe-learn`` on a word-count file of that size: ``{"mem_mb", "runtime"}``
+    (runtime in minutes), from the measured rates above, with `headroom`."""
+    words = PAPER_DISTINCT_WORDS if words_file_bytes is None else words_file_bytes / WORD_COUNT_BYTES_PER_WORD
+    millions = words / 1e6
+    return {"mem_mb": max(2000, int(1000 + millions * LEARN_MB_PER_MILLION_WORDS * headroom)),
+            "runtime": max(5, int(millions * LEARN_S_PER_MILLION_WORDS * headroom / 60) + 5)}
+
+
 def learn(codes_path: Path | str, vocab_path: Path | str, *, merges: int, words_path: Path | str | None = None,
           inputs: Sequence[Path | str] | None = None, threads: int = 1) -> dict:
     """Learn `merges` merges from a word-frequency file (`words_path`, written by bpe-count) or from

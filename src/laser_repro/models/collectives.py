@@ -75,6 +75,14 @@ class Comm:
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         return bool(tensor.item())
 
+    def barrier(self) -> None:
+        """Return on every rank once all have reached it. An all-reduce on the worker's device, waited for
+        on the host (NCCL's returns before it ran; dist.barrier would guess the device)."""
+        if self.rank.distributed:
+            tensor = torch.zeros(1, device=self.device)
+            dist.all_reduce(tensor)
+            tensor.item()
+
     def broadcast_(self, tensor: torch.Tensor) -> None:
         self._check(tensor)
         if self.rank.distributed:

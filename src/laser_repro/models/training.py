@@ -153,8 +153,8 @@ def _train_worker(a, settings: dict, rank) -> None:
                                       device=device, stop_requested=lambda: flag.requested)
     no_update = not outcome["preempted"] and outcome["num_updates"] <= outcome["start_updates"]
     if not rank.is_master:
-        if outcome["preempted"]:
-            raise SystemExit(launch.EXIT_PREEMPTED)
+        # preempted or done: only the master (through train_status.json, and the launcher) reports 75; a
+        # worker exiting 75 first made torchrun stop the master, possibly before its status was written
         if no_update:
             raise SystemExit(1)
         return

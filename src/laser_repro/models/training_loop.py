@@ -117,16 +117,18 @@ class CheckpointedTraining:
             self.log.info("resumed from %s at update %d (%s)", last, self.state["num_updates"], self.position())
 
     def save(self, name: str) -> None:
-        """Write ``save_dir/name`` (master; every rank must call it: the RNG states are gathered)."""
+        """Write ``save_dir/name`` (master; every rank must call it: the RNG states are gathered) and return on
+        every rank only once it is written: a rank that stops and exits earlier would have torchrun kill the
+        master mid-write (30 s after, and LaBSE's checkpoints are GBs on shared file systems)."""
         cpu_states, cuda_states = self.comm.rng_states()
-        if not self.rank.is_master:
-            return
-        payload = {"format": 1, **self.checkpoint_fields(), "model": _on_cpu(self.model.state_dict()),
-                   "optimizer": _on_cpu(self.optimizer.state_dict()), **copy.deepcopy(self.state),
-                   "settings": self.settings, "precision": self.precision.name,
-                   "loss_scaler": self.precision.state_dict(), "torch_rng_states": cpu_states,
-                   "cuda_rng_states": cuda_states}
-        atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+        if self.rank.is_master:
+            payload = {"format": 1, **self.checkpoint_fields(), "model": _on_cpu(self.model.state_dict()),
+                       "optimizer": _on_cpu(self.optimizer.state_dict()), **copy.deepcopy(self.state),
+                       "settings": self.settings, "precision": self.precision.name,
+                       "loss_scaler": self.precision.state_dict(), "torch_rng_states": cpu_states,
+                       "cuda_rng_states": cuda_states}
+            atomic_write(self.save_dir / name, lambda tmp: torch.save(payload, tmp))
+        self.comm.barrier()
 
     # ---- one update -------------------------------------------------------------------------------
     def reduce_gradients(self, params: list, counts: Sequence[float],

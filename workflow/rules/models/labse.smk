@@ -1,8 +1,9 @@
 # Family labse (Feng et al. 2020): a WordPiece vocabulary learned on the N-way training lines (language
-# smoothing), optional MLM + TLM pre-training (shared by the models that pre-train alike), the dual
-# encoder with the bidirectional additive-margin loss -- both stages through the shared launcher
-# (torchrun / srun, preemption, resume with the fingerprint check); the paper's Table 2 from the UN P@1
-# and Tatoeba retrieval of each model, the model at update 0 and TF-IDF on the same sentences (model_un,
+# smoothing), the lines tokenized once with it into memory-mapped id files (labse_tokenize), optional
+# MLM + TLM pre-training (shared by the models that pre-train alike), the dual encoder with the
+# bidirectional additive-margin loss -- both stages through the shared launcher (torchrun / srun,
+# preemption, resume with the fingerprint check); the paper's Table 2 from the UN P@1 and Tatoeba
+# retrieval of each model, the model at update 0 and TF-IDF on the same sentences (model_un,
 # model_tatoeba: encoders.smk).
 rule labse_vocab:
     input:
@@ -28,10 +29,40 @@ rule labse_vocab:
                " --smoothing {wildcards.alpha:q} --output {output.tokenizer:q} --stats {output.stats:q}")
 
 
+rule labse_tokenize:  # once per data and vocabulary: flat id files every training rank maps read-only
+    input:
+        text=lambda w: labse_text(w.data),
+        tokenizer="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/tokenizer.json",
+    output:
+        # the trainer finds it beside its data: laser_repro.models.labse.token_store.store_dir
+        directory("results/{run}/nway/{data}/wordpiece_ids/{size}-a{alpha}"),
+    log:
+        "results/{run}/logs/nway/{data}/wordpiece_ids_{size}-a{alpha}.log",
+    benchmark:
+        "results/{run}/benchmarks/nway/{data}/wordpiece_ids_{size}-a{alpha}.tsv"
+    wildcard_constraints:
+        size=r"\d+",
+        alpha=r"[0-9.]+",
+    params:
+        data=lambda w: f"{RUN}/nway/{w.data}",
+        langs=lambda w: list(NWAY[w.data]["languages"]),
+    threads: 4
+    resources:
+        mem_mb=2000,
+    conda:
+        "../../envs/laser.yaml"
+    shell:
+        logged("laser-repro labse-tokenize --data {params.data:q} --tokenizer {input.tokenizer:q}"
+               " --langs {params.langs:q} --threads {threads} --output {output:q}")
+
+
 rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint initialises the dual encoders
     input:
         text=lambda w: labse_text(LABSE[PLAN.labse_pretrainings[w.pretraining]]["data"]),
         tokenizer=lambda w: labse_tokenizer(PLAN.labse_pretrainings[w.pretraining]),
+        # the token arrays of labse_tokenize: the data's lines with the vocabulary
+        token_ids=lambda w: (f"{RUN}/nway/{LABSE[PLAN.labse_pretrainings[w.pretraining]]['data']}/wordpiece_ids/"
+                             f"{PLAN.labse_vocab(PLAN.labse_pretrainings[w.pretraining])}"),
     output:
         final="results/{run}/labse_pretrain/{pretraining}/checkpoint_final.pt",
         curves="results/{run}/labse_pretrain/{pretraining}/curves.json",
@@ -53,7 +84,7 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
         gres=one_node_gpu_resource(labse_pretrain_gpus, "gres"),
         cpus_per_task=one_node_gpu_resource(labse_pretrain_gpus, "cpus_per_task"),
     conda:
-        "../../envs/laser.yaml"
+        gpu_conda_env(labse_pretrain_gpus)
     shell:
         logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --curves {output.curves:q} --threads {threads}"
@@ -64,6 +95,7 @@ rule labse_train:
     input:
         text=lambda w: labse_text(LABSE[w.model]["data"]),
         tokenizer=lambda w: labse_tokenizer(w.model),
+        token_ids=lambda w: f"{RUN}/nway/{LABSE[w.model]['data']}/wordpiece_ids/{PLAN.labse_vocab(w.model)}",
         pretrained=lambda w: labse_pretrained(w.model),
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
@@ -89,7 +121,7 @@ rule labse_train:
         gres=one_node_gpu_resource(labse_train_gpus, "gres"),
         cpus_per_task=one_node_gpu_resource(labse_train_gpus, "cpus_per_task"),
     conda:
-        "../../envs/laser.yaml"
+        gpu_conda_env(labse_train_gpus)
     shell:
         logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"

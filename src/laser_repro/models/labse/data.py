@@ -1,5 +1,6 @@
 """LaBSE training data: the Moses-preprocessed N-way lines of an ``nway_data`` section (``tok/SPLIT.LANG``,
-line i of every language the same sentence), tokenized with the run's WordPiece vocabulary.
+line i of every language the same sentence), tokenized once with the run's WordPiece vocabulary into
+read-only mapped arrays (laser_repro.models.labse.token_store); here, what is formed from them:
 
 * dual-encoder batches: (language, line) pairs, each a translation into the pivot (English) -- the
   paper trains on en-xx pairs; no two pairs of a batch share a pivot line (in N-way data the pivot
@@ -11,51 +12,14 @@ line i of every language the same sentence), tokenized with the run's WordPiece 
 """
 from __future__ import annotations
 
-import itertools
-from pathlib import Path
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
-from laser_repro.core.textio import iter_lines
-from laser_repro.data.nway import tok_files
 from laser_repro.models.labse.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS
-from laser_repro.models.token_arrays import TokenArrays, pack
 
 IGNORE = -100  # label of an unmasked token (torch's cross-entropy ignore_index)
-
-
-#: lines tokenized at once (the tokenizer's batch encoding runs in parallel; the lines are not all held)
-ENCODE_CHUNK_LINES = 10000
-
-
-def tokenize_file(path: Path, tokenizer) -> TokenArrays:
-    """The token ids of every line of ``path``, read as a stream and packed flat (4 bytes a token)."""
-    lines = iter_lines(path)
-
-    def encoded():
-        while chunk := list(itertools.islice(lines, ENCODE_CHUNK_LINES)):
-            yield from (enc.ids for enc in tokenizer.encode_batch(chunk))
-
-    return pack(encoded())
-
-
-def load_split(data_dir, split: str, langs: Sequence[str], tokenizer, max_len: int) -> dict[str, TokenArrays]:
-    """language -> token ids of each line (``[CLS] ... [SEP]``, cut to ``max_len``); aligned or an error."""
-    out = {}
-    tokenizer.enable_truncation(max_len)
-    try:
-        for lang, path in tok_files(data_dir, split, langs).items():
-            if not path.is_file():
-                raise FileNotFoundError(f"{path}: no such file (the Moses-preprocessed {split} lines of {lang})")
-            out[lang] = tokenize_file(path, tokenizer)
-    finally:
-        tokenizer.no_truncation()
-    sizes = {lang: len(v) for lang, v in out.items()}
-    if len(set(sizes.values())) != 1 or not next(iter(sizes.values())):
-        raise ValueError(f"{Path(data_dir) / 'tok'}: {split} files are not line-aligned or empty: {sizes}")
-    return out
 
 
 def _check_batch_size(batch_size: int) -> None:

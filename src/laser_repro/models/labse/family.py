@@ -33,6 +33,11 @@ class LabseFamily(MosesInputFamily, ModelFamily):
         files = {"dict.txt": Path(settings["tokenizer"])}  # the vocabulary, under the launcher's name for it
         if settings.get("init_checkpoint"):
             files["init_checkpoint"] = Path(settings["init_checkpoint"])
+        from laser_repro.models.labse.token_store import manifest_file
+
+        tokens = manifest_file(data_dir, settings["tokenizer"])
+        if tokens is not None:  # the token arrays (rule labse_tokenize): their vocabulary and every file's sha256
+            files["token_ids"] = tokens
         return {**files, **self.text_data_files(data_dir, settings["languages"])}
 
     def train_worker(self, data_dir: Path, save_dir: Path, settings: Mapping, *, rank, threads: int, device,

@@ -31,7 +31,7 @@ from laser_repro.models.checkpoint_safety import load_model_file
 from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
 from laser_repro.models.labse import data as labse_data
-from laser_repro.models.labse import vocab
+from laser_repro.models.labse import token_store, vocab
 from laser_repro.models.labse.grad_cache import dual_encoder_step
 from laser_repro.models.labse.model import (DEFAULT_ENCODER, DEFAULT_LOSS, bidirectional_ams_loss, build_encoder,
                                             build_masked_lm, complete, sentence_embedding)
@@ -129,8 +129,11 @@ class _Training(CheckpointedTraining):
         self.tokenizer = vocab.load(settings["tokenizer"])
         self.vocab_size = self.tokenizer.get_vocab_size()
         langs, self.pivot = settings["languages"], settings["pivot"]
-        self.train_data = labse_data.load_split(data_dir, "train", langs, self.tokenizer, self.enc["max_len"])
-        self.valid_data = labse_data.load_split(data_dir, "valid", langs, self.tokenizer, self.enc["max_len"])
+        # token ids tokenized once (rule labse_tokenize), mapped read-only: one copy in the page cache for all ranks
+        store = token_store.open_for_training(data_dir, settings["tokenizer"], langs, save_dir,
+                                              is_master=rank.is_master, barrier=comm.barrier, log_=log)
+        self.train_data = store.split("train", langs, self.enc["max_len"])
+        self.valid_data = store.split("valid", langs, self.enc["max_len"])
         if self.stage == "pretrain":
             self.examples = labse_data.PretrainingExamples(langs, self.pivot, len(self.train_data[self.pivot]))
         self.schedule = (stacking_schedule(self.enc["layers"], self.opts["max_update"], self.opts["progressive_stacking"])
