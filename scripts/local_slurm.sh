@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A real single-node SLURM cluster on localhost, for testing `snakemake --profile profiles/slurm`.
+# A real SLURM cluster on localhost (one node, or two), for testing `snakemake --profile profiles/slurm`.
 #
 #   bash scripts/local_slurm.sh install            # apt-get the Debian packages (root; idempotent)
-#   bash scripts/local_slurm.sh start  RUN_DIR     # munged + slurmctld + slurmd, wait for idle, smoke job
+#   bash scripts/local_slurm.sh start  RUN_DIR [--nodes 2]  # munged + slurmctld + slurmd(s), idle, smoke job
 #   bash scripts/local_slurm.sh status RUN_DIR     # daemons, sinfo, squeue (exit 0: all run, 3: none, 1: some)
 #   bash scripts/local_slurm.sh stop   RUN_DIR     # cancel jobs; TERM, then KILL, daemons (PID files) and jobs
 #   eval "$(bash scripts/local_slurm.sh env RUN_DIR)"   # SLURM_CONF and PATH for sbatch/snakemake
@@ -16,13 +16,17 @@
 # RUN_DIR/bin first on PATH (`env` prints both exports) instead of writing /etc/slurm/slurm.conf.
 # There is no accounting database (no slurmdbd): use `squeue` as the job status command
 # (MinJobAge keeps finished jobs visible to squeue for 10 minutes).
+# --nodes 2: two slurmd on this host (`slurmd -N NAME`, ports SLURMD_PORT and SLURMD_PORT+1; Debian's
+# SLURM 22.05 allows it), each a node with this machine's CPUs and half its memory, named `hostname -s`
+# and `localhost`: the launcher's MASTER_ADDR is the first node's name (scontrol show hostnames), which
+# must resolve as on a real cluster, and these two do without touching /etc/hosts. Jobs spanning both
+# nodes oversubscribe the real CPUs twice. (Two network namespaces, the other way, are not needed.)
 # Environment: LOCAL_SLURM_CTLD_PORT (6817), LOCAL_SLURM_SLURMD_PORT (6818),
 # LOCAL_SLURM_DEF_MEM_PER_CPU (1024 MB), LOCAL_SLURM_MIN_JOB_AGE (600 s).
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin
 
 PACKAGES=(slurmctld slurmd slurm-client munge)
-DAEMONS=(slurmd slurmctld munged)   # stop order
 CLIENTS="srun sbatch squeue sinfo scancel scontrol sacct"
 
 die() { echo "local_slurm.sh: $*" >&2; exit 1; }
@@ -72,11 +76,46 @@ set_run_dir() {
     esac
     CONF=$RUN_DIR/slurm.conf
     SOCKET=$RUN_DIR/munge/munge.socket.2
+    NODES_FILE=$RUN_DIR/nodes
+    load_nodes
+}
+
+# The node names of this run dir (written by start), one a line; none yet: a single node, this host.
+# SLURMDS: the slurmd daemons to start / stop: `slurmd` for a single node, `slurmd@NAME` for each of two.
+load_nodes() {
+    if [ -s "$NODES_FILE" ]; then
+        mapfile -t NODES <"$NODES_FILE"
+    else
+        NODES=("$(hostname -s)")
+    fi
+    if [ ${#NODES[@]} -eq 1 ]; then
+        SLURMDS=(slurmd)
+    else
+        SLURMDS=("${NODES[@]/#/slurmd@}")
+    fi
+    DAEMONS=("${SLURMDS[@]}" slurmctld munged)   # stop order
+}
+
+set_nodes() {  # set_nodes COUNT: the nodes a start creates
+    local host
+    host=$(hostname -s)
+    case "$1" in
+        1) NODES=("$host") ;;
+        2)
+            [ "$host" != localhost ] || die "--nodes 2 names its nodes '$(hostname -s)' and 'localhost': rename this host"
+            NODES=("$host" localhost)
+            ;;
+        *) die "--nodes $1: 1 or 2 (two slurmd on this host)" ;;
+    esac
+    mkdir -p "$RUN_DIR"
+    printf '%s\n' "${NODES[@]}" >"$NODES_FILE"
+    load_nodes
 }
 
 pid_file() {
     case "$1" in
         munged) echo "$RUN_DIR/munge/munged.pid" ;;
+        slurmd@*) echo "$RUN_DIR/slurmd-${1#slurmd@}.pid" ;;   # SlurmdPidFile=slurmd-%n.pid
         *) echo "$RUN_DIR/$1.pid" ;;
     esac
 }
@@ -88,7 +127,7 @@ alive_pid() {
     [ -s "$f" ] || return 1
     pid=$(tr -dc '0-9' <"$f")
     [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${1%%@*}" ] || return 1
     case "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" in Z | X | "") return 1 ;; esac
     echo "$pid"
 }
@@ -116,23 +155,45 @@ write_config() {
     node=$(slurmd -C | head -n 1)
     case "$node" in NodeName=*) ;; *) die "unexpected 'slurmd -C' output: $node" ;; esac
     [ "${node%% *}" = "NodeName=$host" ] || die "slurmd -C names '${node%% *}', hostname is '$host'"
+    local slurmd_port=${LOCAL_SLURM_SLURMD_PORT:-6818} node_lines per_node_files
+    if [ ${#NODES[@]} -eq 1 ]; then
+        node_lines="$node State=UNKNOWN"
+        per_node_files="SlurmdSpoolDir=$RUN_DIR/spool
+SlurmdPidFile=$(pid_file slurmd)
+SlurmdLogFile=$RUN_DIR/log/slurmd.log"
+    else
+        # one slurmd per node on this host: its own port, spool, PID and log file (%n: the node name);
+        # each node half the memory, so that both fit the machine (slurmd drains a node claiming more)
+        local mem i=0 n
+        mem=$(sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' <<<"$node")
+        [ -n "$mem" ] || die "no RealMemory in 'slurmd -C' output: $node"
+        node_lines=""
+        for n in "${NODES[@]}"; do
+            node_lines+="$(sed "s/^NodeName=[^ ]*/NodeName=$n NodeHostname=$host NodeAddr=$n Port=$((slurmd_port + i))/; s/RealMemory=[0-9]*/RealMemory=$((mem / ${#NODES[@]}))/" <<<"$node") State=UNKNOWN"$'\n'
+            i=$((i + 1))
+        done
+        node_lines=${node_lines%$'\n'}
+        per_node_files="SlurmdSpoolDir=$RUN_DIR/spool/%n
+SlurmdPidFile=$RUN_DIR/slurmd-%n.pid
+SlurmdLogFile=$RUN_DIR/log/slurmd-%n.log"
+    fi
+    local nodelist
+    nodelist=$(IFS=,; echo "${NODES[*]}")
     cat >"$CONF" <<EOF
-# Generated by scripts/local_slurm.sh for a single-node test cluster; do not edit (rewritten by start).
+# Generated by scripts/local_slurm.sh for a test cluster of ${#NODES[@]} node(s); do not edit (rewritten by start).
 ClusterName=localrepro
 SlurmctldHost=$host
 SlurmctldPort=${LOCAL_SLURM_CTLD_PORT:-6817}
-SlurmdPort=${LOCAL_SLURM_SLURMD_PORT:-6818}
+SlurmdPort=$slurmd_port
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$SOCKET
 StateSaveLocation=$RUN_DIR/state
-SlurmdSpoolDir=$RUN_DIR/spool
 SlurmctldPidFile=$(pid_file slurmctld)
-SlurmdPidFile=$(pid_file slurmd)
 SlurmctldLogFile=$RUN_DIR/log/slurmctld.log
-SlurmdLogFile=$RUN_DIR/log/slurmd.log
+$per_node_files
 SlurmctldDebug=info
 MailProg=/bin/true
 SlurmdDebug=info
@@ -158,8 +219,8 @@ SlurmdTimeout=300
 InactiveLimit=0
 KillWait=30
 Waittime=0
-$node State=UNKNOWN
-PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+$node_lines
+PartitionName=local Nodes=$nodelist Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
     local c
     mkdir -p "$RUN_DIR/bin"
@@ -188,8 +249,10 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
     done
 }
 
-node_idle() {
-    [ "$(SLURM_CONF=$CONF sinfo -h -N -n "$(hostname -s)" -o %T 2>/dev/null)" = "idle" ]
+nodes_idle() {  # every node of the cluster idle
+    local states
+    states=$(SLURM_CONF=$CONF sinfo -h -N -o '%N %T' 2>/dev/null | sort -u) || return 1
+    [ "$(grep -c ' idle$' <<<"$states")" -eq ${#NODES[@]} ]
 }
 
 start_failed() {
@@ -203,16 +266,25 @@ start_failed() {
 }
 
 cmd_start() {
-    local running=() d other
+    local count=1 running=() d other
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --nodes) [ $# -ge 2 ] || usage; count=$2; shift 2 ;;
+            --nodes=*) count=${1#--nodes=}; shift ;;
+            *) die "start: unknown option '$1'" ;;
+        esac
+    done
     for d in "${DAEMONS[@]}"; do
         if alive_pid "$d" >/dev/null; then running+=("$d"); fi
     done
     if [ ${#running[@]} -eq ${#DAEMONS[@]} ]; then
+        [ "${#NODES[@]}" = "$count" ] || die "running in $RUN_DIR with ${#NODES[@]} node(s), not $count: stop it first"
         echo "local_slurm.sh: already running in $RUN_DIR (nothing done)"
         return 0
     elif [ ${#running[@]} -gt 0 ]; then
         die "partly running in $RUN_DIR (${running[*]}): run 'stop $RUN_DIR' first"
     fi
+    set_nodes "$count"
     installed || die "SLURM is not installed: run 'bash scripts/local_slurm.sh install' (as root)"
     [ "$(id -u)" -eq 0 ] || die "start must run as root (SlurmUser=root, slurmd launches jobs)"
     for d in slurmctld slurmd; do
@@ -221,6 +293,7 @@ cmd_start() {
     done
 
     mkdir -p "$RUN_DIR"/{state,spool,log,munge}
+    for d in "${NODES[@]}"; do [ ${#NODES[@]} -eq 1 ] || mkdir -p "$RUN_DIR/spool/$d"; done
     chmod 0755 "$RUN_DIR/munge"
     rm -f "$SOCKET" "$SOCKET.lock"
     [ -s "$RUN_DIR/munge/munge.key" ] || mungekey --create --keyfile="$RUN_DIR/munge/munge.key"
@@ -235,14 +308,23 @@ cmd_start() {
 
     SLURM_CONF=$CONF slurmctld -c -i   # -c: a fresh cluster, no jobs recovered from an earlier start
     wait_for 30 "slurmctld" env SLURM_CONF="$CONF" scontrol ping
-    SLURM_CONF=$CONF slurmd
-    wait_for 60 "node $(hostname -s) idle in sinfo" node_idle
+    if [ ${#NODES[@]} -eq 1 ]; then
+        SLURM_CONF=$CONF slurmd
+    else
+        for d in "${NODES[@]}"; do SLURM_CONF=$CONF slurmd -N "$d"; done
+    fi
+    wait_for 60 "node(s) ${NODES[*]} idle in sinfo" nodes_idle
 
-    # smoke test: a batch job with one job step started without SLURM_CONF, as the plugin does
+    # smoke test: a batch job with one job step started without SLURM_CONF, as the plugin does, one
+    # task on each node
+    rm -f "$RUN_DIR"/log/smoke-*.out
     PATH=$RUN_DIR/bin:$PATH SLURM_CONF=$CONF timeout 120 sbatch --wait --quiet -J local-slurm-smoke \
-        -t 2 --mem 100 -o "$RUN_DIR/log/smoke-%j.out" --wrap 'env -u SLURM_CONF srun -n1 hostname'
+        -N "${#NODES[@]}" -t 2 --mem 100 -o "$RUN_DIR/log/smoke-%j.out" \
+        --wrap "env -u SLURM_CONF srun -N ${#NODES[@]} -n ${#NODES[@]} printenv SLURMD_NODENAME"
     trap - ERR
-    grep -qx "$(hostname -s)" "$RUN_DIR"/log/smoke-*.out || start_failed
+    for d in "${NODES[@]}"; do
+        grep -qx "$d" "$RUN_DIR"/log/smoke-*.out || start_failed
+    done
     echo "local_slurm.sh: cluster up in $RUN_DIR ($(SLURM_CONF=$CONF sinfo -h -o '%P %D %c %m %T' | head -1))"
     cmd_env
 }
@@ -307,7 +389,7 @@ cmd_stop() {
 
 cmd_status() {
     local d pid n=0
-    for d in munged slurmctld slurmd; do
+    for d in munged slurmctld "${SLURMDS[@]}"; do
         if pid=$(alive_pid "$d"); then
             echo "$d: running (pid $pid)"
             n=$((n + 1))
@@ -315,7 +397,7 @@ cmd_status() {
             echo "$d: stopped"
         fi
     done
-    if [ "$n" -eq 3 ]; then
+    if [ "$n" -eq ${#DAEMONS[@]} ]; then
         SLURM_CONF=$CONF sinfo -N -o '%N %P %T %c %m' || true
         SLURM_CONF=$CONF squeue -o '%i %j %T %M %R' || true
         return 0
@@ -329,7 +411,7 @@ sub=$1
 shift
 case "$sub" in
     install) cmd_install ;;
-    start) set_run_dir "$@"; cmd_start ;;
+    start) [ $# -ge 1 ] || usage; set_run_dir "$1"; shift; cmd_start "$@" ;;
     stop) set_run_dir "$@"; cmd_stop ;;
     status) set_run_dir "$@"; cmd_status ;;
     env) set_run_dir "$@"; cmd_env ;;

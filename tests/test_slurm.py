@@ -306,3 +306,17 @@ def test_srun_workers_stop_before_the_time_limit_and_resume(slurm_cluster, tmp_p
     done = json.loads((save_dir / "train_status.json").read_text())
     assert done["status"] == "completed" and done["world_size"] == 2 and done["num_updates"] > saved
     print(f"srun: 2 workers stopped at update {saved} before the 1-min limit; resumed to {done['num_updates']}")
+
+
+def test_start_refuses_bad_arguments_before_starting_anything(tmp_path):
+    """`start` without RUN_DIR prints the usage; a node count other than 1 or 2 (--nodes 2: two slurmd on
+    this host) or an unknown option is refused in one line naming it, before any daemon or file exists."""
+    proc = local_slurm("start")
+    assert proc.returncode == 2 and "start  RUN_DIR [--nodes 2]" in proc.stderr, proc.stderr
+    for args, message in ((["--nodes", "3"], "local_slurm.sh: --nodes 3: 1 or 2 (two slurmd on this host)"),
+                          (["--nodes=0"], "local_slurm.sh: --nodes 0: 1 or 2 (two slurmd on this host)"),
+                          (["--bogus"], "local_slurm.sh: start: unknown option '--bogus'")):
+        run_dir = tmp_path / "run"
+        proc = local_slurm("start", run_dir, *args)
+        assert (proc.returncode, proc.stderr.strip()) == (1, message), proc.stderr
+        assert not run_dir.exists()

@@ -79,3 +79,19 @@ def test_first_host_of_a_node_list():
     assert {k: launch.first_host_of_nodelist(k) for k in cases} == cases
     with pytest.raises(ValueError, match="not a SLURM host list"):
         launch.first_host_of_nodelist("gpu[07")
+
+
+def test_workers_are_given_every_output_of_the_launcher():
+    """The launcher never passed --record to its workers: every multi-process training (torchrun or srun) that
+    trained to the end wrote no model_record.json, its job failed and the retry published without training
+    (found by scripts/two_node_check.sh)."""
+    from argparse import Namespace
+
+    from laser_repro.models.training import _train_worker_argv
+
+    a = Namespace(data="d", save_dir="s", final="f.pt", stop_before_limit=300, settings="{}", family="laser",
+                  initial="i.pt", curves="c.jsonl", record="model_record.json")
+    argv = _train_worker_argv(a, threads=2)
+    for opt, value in (("--final", "f.pt"), ("--initial", "i.pt"), ("--curves", "c.jsonl"),
+                       ("--record", "model_record.json")):
+        assert argv[argv.index(opt) + 1] == value, (opt, argv)

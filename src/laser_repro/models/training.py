@@ -20,7 +20,7 @@ def _train_worker_argv(a, threads: int) -> list[str]:
     argv = ["--data", a.data, "--save-dir", a.save_dir, "--final", a.final,
             "--threads", str(threads), "--stop-before-limit", str(a.stop_before_limit),
             "--settings", a.settings, "--family", a.family]
-    for opt, value in (("--initial", a.initial), ("--curves", a.curves)):
+    for opt, value in (("--initial", a.initial), ("--curves", a.curves), ("--record", a.record)):
         if value:
             argv += [opt, value]
     return argv
