@@ -278,13 +278,14 @@ def main(args) -> None:
     profile_dir = None if args.profile == "none" else Path(args.profile)
     estimates = estimate(config, profile=_profile(profile_dir), gpu=args.gpu, corpus_sizes=sizes,
                          results_dir=Path(args.results))
-    print(render(estimates, source=args.configfile, profile_dir=profile_dir), end="")
+    print(render(estimates, source=" + ".join(map(str, args.configfile)), profile_dir=profile_dir), end="")
 
 
 def add_cli(sub) -> None:
     s = sub.add_parser("budget", help="GPUs, work, GPU-hours, wall time and SLURM attempts of every training "
                                       "target of a config, before launch")
-    s.add_argument("--configfile", "--config-file", required=True, help="a run config (as snakemake --configfile)")
+    s.add_argument("--configfile", "--config-file", required=True, nargs="+",
+                   help="a run config, or several merged in order (as snakemake --configfile A B)")
     s.add_argument("--profile", default="profiles/slurm",
                    help="Snakemake profile directory: time limits (runtime) and retries; 'none': no limits")
     s.add_argument("--gpu", default=None, help="GPU type of the throughput figures (default: each family's first GPU in throughput.csv, for all its stages)")

@@ -761,12 +761,17 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
             fail(["models", name, "paths"], str(err))
 
 
-def load(path: str | Path, overrides: dict | None = None) -> dict:
-    """Read a YAML config, apply top-level overrides (as `snakemake --config k=v` does), validate.
-    Errors name the file, the line and the key."""
-    config = read_yaml(path)
+def load(path: str | Path | Iterable[str | Path], overrides: dict | None = None) -> dict:
+    """Read a YAML config, or several merged as `snakemake --configfile A B` does (later files win, deep
+    merge: an overlay such as config/overlays/paper_today_gpus.yaml names only the keys it changes), apply
+    top-level overrides (as `snakemake --config k=v` does), validate. Errors name the file, the line and
+    the key."""
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    config: dict = {}
+    for p in paths:
+        config = _deep_merge(config, read_yaml(p))
     config.update(overrides or {})
-    return validate(config, origin=Origin((Path(path),), dict(overrides or {})))
+    return validate(config, origin=Origin(tuple(paths), dict(overrides or {})))
 
 
 # ---- Snakemake: the config of a run ------------------------------------------------------------
