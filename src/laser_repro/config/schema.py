@@ -809,6 +809,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m laser_repro.config", description=main.__doc__)
     p.add_argument("files", nargs="+")
+    p.add_argument("--merged", action="store_true",
+                   help="check the files merged in order, as one config (a config and its overlays)")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="KEY=VALUE",
                    help="top-level override, as snakemake --config (value parsed as YAML)")
     a = p.parse_args(argv)
@@ -819,12 +821,12 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--set {item!r}: expected KEY=VALUE")
         overrides[key] = yaml.safe_load(value)
     status = 0
-    for f in a.files:
+    for f in ([a.files] if a.merged else a.files):
         try:
             load(f, overrides)
         except ConfigError as err:
             print(err, file=sys.stderr)
             status = 1
         else:
-            print(f"{f}: ok")
+            print(f"{' + '.join(map(str, f)) if a.merged else f}: ok")
     return status
