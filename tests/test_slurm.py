@@ -43,9 +43,9 @@ TEST_CLUSTER_PROFILE = {
         "laser_export": {"mem_mb": 4000},
         "laser_export_init": {"mem_mb": 4000},
     },
-    # the 5 Tatoeba languages in 2 allocations (3 + 2) on the node's 2 CPUs, not 1 allocation running all
-    # 10 jobs one after another on 1 CPU (CI time); the grouping assertion computes ceil(5 / 3) from this
-    "group-components": {"evaluate": 3},
+    # the 4 Tatoeba languages in 2 allocations and the 8 pairs' encoding in 2 (CI time: ~20 s of sbatch and
+    # polling per allocation); the grouping assertion computes ceil(n / components) from this
+    "group-components": {"tatoeba": 3, "encode": 4},
 }
 # plugin settings for a cluster without accounting database, and a fast first status check
 PLUGIN_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5",
@@ -182,15 +182,17 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     stats = dict(re.findall(r"^(\w+) +(\d+)$", log.split("Job stats:", 1)[1].split("Select jobs", 1)[0], re.MULTILINE))
     assert sorted(jobs) == sorted(rule for rule, n in stats.items() for _ in range(int(n))
                                   if rule != "total")
-    # grouping: ceil(components / group-components) allocations per group, 3 ungrouped rules
-    # evaluate: one component per Tatoeba language
-    components = {"corpus": jobs.count("extract_bitext") + jobs.count("extract_nway_bitext"),
-                  "moses": jobs.count("moses_lines"), "bpe": 1, "encode": jobs.count("binarize_pair"),
-                  "evaluate": jobs.count("tatoeba_evaluate"), "tables": 1}
-    expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items()}
+    # grouping: ceil(components / group-components) allocations per group (only jobs of minutes are
+    # grouped, no chains: laser-repro slurm-requests); tatoeba: one component per language
+    components = {"extract": jobs.count("extract_bitext") + jobs.count("extract_nway_bitext"),
+                  "shards": jobs.count("preprocess_shard"), "moses": jobs.count("moses_lines"),
+                  "encode": jobs.count("binarize_pair"), "tatoeba": jobs.count("tatoeba_evaluate"), "tables": 1}
+    expected = {g: math.ceil(n / profile["group-components"].get(g, n)) for g, n in components.items() if n}
     assert {g: units["groups"].count(g) for g in expected} == expected
     assert units["groups"].count("flores") == 1  # the held-out FLORES lines: one allocation
-    assert sorted(units["rules"]) == ["laser_export", "laser_export_init", "laser_train"]
+    assert set(units["groups"]) == set(expected) | {"flores"}
+    assert sorted(units["rules"]) == ["bpe_count", "bpe_learn", "fairseq_dict", "laser_export", "laser_export_init",
+                                      "laser_train"]
     print(f"SLURM toy run: {elapsed:.0f} s, {len(subs)} sbatch jobs for {len(jobs)} jobs "
           f"(groups {expected}; local run: 1 process)")
 
