@@ -261,7 +261,7 @@ def knn_engine(device: str) -> str:
         return "cpu"
     ngpu = faiss_gpus()
     if device == "gpu" and ngpu == 0:
-        build = "has no GPU support (faiss-cpu installed; bash scripts/setup.sh --gpu installs faiss-gpu-cu12)" \
+        build = "has no GPU support (faiss-cpu installed; bash scripts/setup.sh --gpu --cuda X installs faiss-gpu-cu12)" \
             if not hasattr(faiss, "StandardGpuResources") else "sees no GPU (CUDA_VISIBLE_DEVICES, the job's GPUs)"
         raise RuntimeError(f"knn_device gpu: faiss {faiss.__version__} {build}")
     if ngpu == 0:
