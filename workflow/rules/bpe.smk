@@ -11,14 +11,14 @@ rule bpe_count:
     log:
         "results/{run}/logs/bpe/count.log",
     params:
-        inputs=path_list_file("bpe-count-inputs"),  # every tokenized shard: a file, not thousands of arguments
+        inputs=spec_files.path_list_param("bpe-count-inputs"),  # every tokenized shard: a file, not thousands of arguments
     threads: lambda w: CFG["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs-from {params.inputs}")
+        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs-from {params.inputs:q}")
 
 
 rule bpe_learn:
@@ -36,8 +36,8 @@ rule bpe_learn:
     resources:
         # from the word counts' size (laser_repro.data.bpe.learn_resources: ~0.35 GB and ~52 s per million
         # distinct words); in a dry run, before the counts exist, the paper's estimate
-        mem_mb=lambda w, input: bpe_learn_resources(input)["mem_mb"],
-        runtime=lambda w, input: bpe_learn_resources(input)["runtime"],
+        mem_mb=lambda w, input: bpe.learn_resources_for(input[0])["mem_mb"],
+        runtime=lambda w, input: bpe.learn_resources_for(input[0])["runtime"],
     conda:
         "../envs/laser.yaml"
     shell:

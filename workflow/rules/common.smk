@@ -1,4 +1,5 @@
 # Shared paths and input functions. The run plan (bitexts, pairs) comes from laser_repro.config.
+import functools
 import os
 import shlex
 import sys
@@ -10,7 +11,7 @@ from laser_repro.provenance import spec_files
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 from laser_repro.evaluation import bucc, europarl
-from laser_repro.data import corpora
+from laser_repro.data import bpe, corpora
 
 # Rules call the package's `laser-repro` command: put the environment running Snakemake first on
 # PATH so jobs find it even when that environment is not activated (e.g. `.venv/bin/snakemake`).
@@ -150,17 +151,9 @@ from laser_repro.core import cuda_builds
 SDM_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 
 
-def conda_env(gpus, where):
-    """The conda env file (absolute) for a job given `gpus` GPUs (`where`: the config key saying so)."""
-    name = cuda_builds.conda_env_file(CFG.get("cuda"), gpus, where, SDM_CONDA)
-    return os.path.join(workflow.basedir, "envs", name)
-
-
-def gpu_conda_env(gpus_of):
-    """The conda directive of a per-model training rule: `gpus_of(wildcards)` -> (GPUs, config key)."""
-    return lambda wildcards: conda_env(*gpus_of(wildcards))
-
-
+# conda_env(gpus, where): the conda file of a job given `gpus` GPUs (`where`: the config key saying so)
+ENVS_DIR = os.path.join(workflow.basedir, "envs")
+conda_env = functools.partial(cuda_builds.conda_env_path, ENVS_DIR, SDM_CONDA, CFG.get("cuda"))
 def labse_pretrain_gpus(w):
     name = PLAN.labse_pretrainings[w.pretraining]
     return LABSE[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"
@@ -591,7 +584,7 @@ def logged(cmd, keys=(), sources=False):
     is followed by `python -m laser_repro.provenance provenance ...`. Every path and value is quoted."""
     settings = {key: config_value(key) for key in keys}
     if cmd.startswith("laser-repro ") and not any(c in cmd for c in "();|&<>`$\n"):
-        return InProcessRecord(f"laser-repro --provenance-spec {{params.provenance_spec}}"
+        return InProcessRecord(f"laser-repro --provenance-spec {{params.provenance_spec:q}}"
                                f" {cmd.removeprefix('laser-repro ')} > {{log:q}} 2>&1", settings, sources)
     settings = shell_quote_json(settings).replace("{", "{{").replace("}", "}}")
     source_args = " {params.sources}" if sources else ""
@@ -604,7 +597,7 @@ def logged(cmd, keys=(), sources=False):
 def provenance_spec(rule_, settings, sources):
     """params.provenance_spec where the command records in-process (laser-repro --provenance-spec): the file of
     one job's rule name, inputs, outputs, log, config and `PATH=URL` sources (content-addressed under
-    .snakemake/laser-repro/, laser_repro.provenance.spec_files), quoted."""
+    .snakemake/laser-repro/, laser_repro.provenance.spec_files)."""
 
     source_items = getattr(rule_.params.get("sources"), "items", None) if sources else None
     if sources and source_items is None:
@@ -617,7 +610,7 @@ def provenance_spec(rule_, settings, sources):
                 "log": str(logs[0]) if logs else None, "benchmark": str(bench) if bench else None,
                 "config": settings,
                 "sources": source_items(wildcards, input, output) if source_items else []}
-        return shlex.quote(spec_files.write_content_file(f"provenance-{rule_.name}", spec))
+        return spec_files.write_content_file(f"provenance-{rule_.name}", spec)
 
     return param
 
@@ -636,20 +629,6 @@ def name_recorded_rules():
             rule_.set_params(rule_name=shlex.quote(rule_.name))
         elif isinstance(rule_.shellcmd, InProcessRecord):
             rule_.set_params(provenance_spec=provenance_spec(rule_, rule_.shellcmd.settings, rule_.shellcmd.sources))
-
-
-def path_list_file(name):
-    """A params function: the job's inputs as a JSON list file (`laser-repro ... --inputs-from FILE`), for
-    commands that read many files (bpe_count: 1,704 shards at the paper's scale)."""
-    return lambda wildcards, input: shlex.quote(spec_files.write_content_file(name, [str(f) for f in input]))
-
-
-def bpe_learn_resources(input):
-    """bpe_learn's memory and minutes from the size of its word counts (the paper's estimate before they exist)."""
-    from laser_repro.data import bpe
-
-    words = str(input[0])
-    return bpe.learn_resources(os.path.getsize(words) if os.path.exists(words) else None)
 
 
 RAW_URLS = {}  # raw input file (corpus, test set) -> its public URL, for provenance records

@@ -11,6 +11,7 @@ environment exists (``python3 -m laser_repro.core.cuda_builds``, with ``PYTHONPA
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import shutil
 import subprocess
@@ -121,6 +122,12 @@ def conda_env_file(cuda, gpus: int, where: str, conda: bool) -> str:
                              "docs/cluster.md, 'The GPU environment')")
         return CPU_ENV
     return f"laser-gpu-{BUILDS[cuda].tag}.yaml"
+
+
+def conda_env_path(envs_dir, conda: bool, cuda, gpus: int, where: str) -> str:
+    """:func:`conda_env_file` under `envs_dir` (workflow/envs): what a rule's ``conda:`` names (the first three
+    arguments are the run's, bound once by the workflow)."""
+    return os.path.join(envs_dir, conda_env_file(cuda, gpus, where, conda))
 
 
 # --------------------------------------------------------------------------- probes of the machine

@@ -413,6 +413,11 @@ def learn_resources(words_file_bytes: int | None, headroom: float = 1.25) -> dic
             "runtime": max(5, int(millions * LEARN_S_PER_MILLION_WORDS * headroom / 60) + 5)}
 
 
+def learn_resources_for(words_path: Path | str) -> dict:
+    """:func:`learn_resources` of a word-count file, the paper's estimate while it does not exist (a dry run)."""
+    return learn_resources(os.path.getsize(words_path) if os.path.exists(words_path) else None)
+
+
 def learn(codes_path: Path | str, vocab_path: Path | str, *, merges: int, words_path: Path | str | None = None,
           inputs: Sequence[Path | str] | None = None, threads: int = 1) -> dict:
     """Learn `merges` merges from a word-frequency file (`words_path`, written by bpe-count) or from

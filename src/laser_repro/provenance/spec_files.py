@@ -38,6 +38,12 @@ def write_content_file(name: str, data, directory: str | os.PathLike = SPEC_DIR)
     return str(path)
 
 
+def path_list_param(name: str):
+    """A Snakemake params function: the job's inputs as a JSON list file (``--inputs-from FILE``), for commands
+    that read many files (bpe_count: 1,704 shards at the paper's scale); the rule quotes it (``:q``)."""
+    return lambda wildcards, input: write_content_file(name, [str(f) for f in input])
+
+
 def read_json_file(path: str | os.PathLike, what: str):
     """The JSON of an argument file, with an error naming the option and the file."""
     try:

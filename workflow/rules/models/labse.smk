@@ -84,7 +84,7 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
         gres=one_node_gpu_resource(labse_pretrain_gpus, "gres"),
         cpus_per_task=one_node_gpu_resource(labse_pretrain_gpus, "cpus_per_task"),
     conda:
-        gpu_conda_env(labse_pretrain_gpus)
+        lambda w: conda_env(*labse_pretrain_gpus(w))
     shell:
         logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --curves {output.curves:q} --threads {threads}"
@@ -121,7 +121,7 @@ rule labse_train:
         gres=one_node_gpu_resource(labse_train_gpus, "gres"),
         cpus_per_task=one_node_gpu_resource(labse_train_gpus, "cpus_per_task"),
     conda:
-        gpu_conda_env(labse_train_gpus)
+        lambda w: conda_env(*labse_train_gpus(w))
     shell:
         logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"

@@ -29,7 +29,7 @@ rule multienc_train:
         cpus_per_task=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"),
                                             "cpus_per_task"),
     conda:
-        gpu_conda_env(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"))
+        lambda w: conda_env(MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus")
     shell:
         logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"

@@ -31,6 +31,7 @@ import numpy as np
 from laser_repro.core.textio import iter_lines
 from laser_repro.data.nway import tok_files
 from laser_repro.models.labse import vocab
+from laser_repro.models.token_arrays import TokenArrays
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -129,31 +130,23 @@ def build(data_dir, tokenizer_path, langs: Sequence[str], out_dir, *, splits: Se
     return manifest
 
 
-class TokenLines(Sequence):
+class TokenLines(TokenArrays):
     """The lines of one mapped file: ``self[i]`` the int64 ids of line i, cut to ``max_len`` (``[CLS]``, the
     first max_len - 2 pieces, ``[SEP]``: the tokenizer's truncation); ``self[a:b]`` a list of them."""
 
     def __init__(self, flat: np.ndarray, offsets: np.ndarray, max_len: Optional[int] = None):
         if max_len is not None and max_len < 2:
             raise ValueError(f"max_len {max_len}: a line needs at least [CLS] and [SEP]")
-        self.flat, self.offsets, self.max_len = flat, offsets, max_len
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
+        super().__init__(flat, offsets)
+        self.max_len = max_len
 
     def __getitem__(self, i):
+        ids = super().__getitem__(i)
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"line {i} of {len(self)}")
-        i %= len(self)
-        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
-        if self.max_len is not None and end - start > self.max_len:
-            return np.concatenate([self.flat[start:start + self.max_len - 1], self.flat[end - 1:end]]).astype(np.int64)
-        return self.flat[start:end].astype(np.int64)
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
+            return ids  # the lines, each through this method
+        if self.max_len is not None and len(ids) > self.max_len:
+            ids = np.concatenate([ids[:self.max_len - 1], ids[-1:]])
+        return ids.astype(np.int64)
 
     def lengths(self) -> np.ndarray:
         lengths = np.diff(self.offsets)
