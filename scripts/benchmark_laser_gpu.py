@@ -2,17 +2,22 @@
 reference trainer (``fairseq/examples/laser/laser_src``, shipped in the fairseq wheel), on the same
 binarized data, fp32 and bf16.
 
-    python scripts/benchmark_laser_gpu.py --out laser_gpu.json [--updates 150] [--max-tokens 8000]
+    python scripts/benchmark_laser_gpu.py --out laser_gpu.json [--updates 150] [--max-tokens 8000 16000 32000]
+        [--reference-at 8000] [--precisions fp16 bf16]
 
 Data: synthetic (binarized twice: ours reads fairseq's mmap format, the reference its older "lazy" one), 4 source languages -> 2 target languages (as the paper: English and Spanish targets),
 a 50,000-symbol joint dictionary (the paper's BPE vocabulary size), sentence lengths 5-50 tokens drawn
 uniformly; the speed of an LSTM encoder-decoder depends on the lengths and the vocabulary, not on the
 words. Architecture: the paper's (5-layer BiLSTM 512 encoder, embeddings 320, one 2048 LSTM decoder
 layer, 32-d language embedding). ``--max-tokens`` per GPU: the paper's 128k tokens per update over 16
-GPUs is 8k per GPU (``update_freq`` 1).
+GPUs is 8k per GPU (``update_freq`` 1); the overlay for today's GPUs (config/overlays/paper_today_gpus.yaml) is
+16k per GPU on 8 GPUs. Our trainer runs at every ``--max-tokens`` and precision, fairseq's reference at those of
+``--reference-at`` and ``--reference-precisions``; the data are made once.
 
 Figures: target tokens per second (fairseq's ``wps``, median of the logged intervals after the first),
-peak GPU memory (``torch.cuda.max_memory_allocated`` of the training process). Needs a CUDA GPU, torch
+peak GPU memory (``torch.cuda.max_memory_allocated`` of the training process); ``speedup_<precision>``:
+ours / reference at the same size; ``vs_paper_layout``: ours at each size and precision / ours at 8k fp16
+(the paper config's layout). Needs a CUDA GPU, torch
 and fairseq (fairseq-fixed 0.12.3.1), the package from ``src/`` (``PYTHONPATH=src``); ``--cpu`` runs the
 same plumbing on the CPU (tiny sizes: a check of the script, not a benchmark).
 """
@@ -32,6 +37,7 @@ from pathlib import Path
 SRC_LANGS = ("deu", "fra", "rus", "cmn")
 TGT_LANGS = ("eng", "spa")
 CPU = False  # --cpu
+LOG_INTERVAL = 10  # updates per logged wps; the first interval (start-up) is left out of the median
 PAPER_MODEL = {"encoder_layers": 5, "encoder_hidden_size": 512, "encoder_embed_dim": 320,
                "decoder_hidden_size": 2048, "decoder_embed_dim": 320, "decoder_lang_embed_dim": 32,
                "dropout": 0.1}
@@ -84,7 +90,7 @@ def ours_argv(data: Path, save: Path, updates: int, max_tokens: int, precision: 
 
     pairs = [f"{s}-{t}" for s in SRC_LANGS for t in TGT_LANGS]
     train = {"lr": 0.001, "max_tokens": max_tokens, "update_freq": 1, "max_epoch": 1000, "seed": 1,
-             "log_interval": 25, "max_update": updates}
+             "log_interval": LOG_INTERVAL, "max_update": updates}
     argv = fairseq_bridge.fairseq_train_argv(str(data), str(save), pairs, list(TGT_LANGS), PAPER_MODEL, train,
                                              cpu=CPU, validate=False)
     return argv + _precision_flags(precision) + ["--no-save"] + (["--cpu"] if CPU else [])
@@ -100,9 +106,9 @@ def reference_argv(data: Path, save: Path, updates: int, max_tokens: int, precis
               "train": [{"type": "translation", "id": TGT_LANGS.index(t), "src": str(data / f"train.{s}-{t}.{s}"),
                          "tgt": str(data / f"train.{s}-{t}.{t}")} for s in SRC_LANGS for t in TGT_LANGS],
               "valid": [{"type": "translation", "id": 0, "src": "/unused", "tgt": "/unused"}]}
-    cfg_path = save.parent / f"reference_{precision}.json"
+    cfg_path = save.parent / f"{save.name}.json"
     cfg_path.write_text(json.dumps(config))
-    return [str(cfg_path), "--user-dir", str(user_dir), "--log-interval", "25", "--log-format", "json",
+    return [str(cfg_path), "--user-dir", str(user_dir), "--log-interval", str(LOG_INTERVAL), "--log-format", "json",
             "--task", "laser", "--arch", "laser_lstm", "--save-dir", str(save), "--optimizer", "adam",
             "--lr", "0.001", "--lr-scheduler", "fixed", "--clip-norm", "5", "--update-freq", "1",
             "--dropout", "0.1", "--encoder-dropout-out", "0.1", "--max-tokens", str(max_tokens),
@@ -120,10 +126,15 @@ def _precision_flags(precision: str) -> list[str]:
 def run(argv: list[str], log_path: Path, timeout: int) -> dict:
     t0 = time.time()
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(argv)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    try:
+        proc = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(argv)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+        returncode, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as err:  # what it logged before the limit still gives figures
+        returncode = "timeout"
+        out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                      for x in (err.stdout, err.stderr))
     wall = time.time() - t0
-    out = proc.stdout + proc.stderr
     log_path.write_text(out)
     wps, peak = [], None
     for line in out.splitlines():
@@ -135,10 +146,10 @@ def run(argv: list[str], log_path: Path, timeout: int) -> dict:
                 wps.append(float(json.loads(line[brace:])["wps"]))
             except (ValueError, KeyError):
                 pass
-    result = {"returncode": proc.returncode, "wall_s": round(wall, 1), "wps_intervals": wps,
+    result = {"returncode": returncode, "wall_s": round(wall, 1), "wps_intervals": wps,
               "target_tokens_per_s": statistics.median(wps[1:]) if len(wps) > 1 else (wps[0] if wps else None),
               "peak_gpu_gib": round(peak / 2**30, 2) if peak else None}
-    if proc.returncode:
+    if returncode:
         result["error_tail"] = out[-2000:]
     return result
 
@@ -147,10 +158,14 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--updates", type=int, default=150)
-    p.add_argument("--max-tokens", type=int, default=8000)
+    p.add_argument("--max-tokens", type=int, nargs="+", default=[8000], help="tokens per GPU, one run each")
+    p.add_argument("--reference-at", type=int, nargs="*", default=None,
+                   help="the --max-tokens at which fairseq's reference trainer runs too (default: all)")
+    p.add_argument("--reference-precisions", nargs="*", default=None, choices=("fp32", "bf16", "fp16"),
+                   help="the precisions in which the reference runs (default: all of --precisions)")
     p.add_argument("--sentences", type=int, default=20000, help="per language pair")
     p.add_argument("--vocab", type=int, default=50000)
-    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=("fp32", "bf16", "fp16"))
     p.add_argument("--timeout", type=int, default=300, help="per training run, seconds")
     p.add_argument("--cpu", action="store_true", help="check the script on the CPU (tiny model; no figures)")
     a = p.parse_args()
@@ -164,26 +179,40 @@ def main() -> int:
     elif not torch.cuda.is_available():
         print("benchmark_laser_gpu: no CUDA GPU visible", file=sys.stderr)
         return 2
+    reference_at = set(a.max_tokens if a.reference_at is None else a.reference_at)
+    reference_precisions = set(a.precisions if a.reference_precisions is None else a.reference_precisions)
     figures = {"gpu": "cpu" if CPU else torch.cuda.get_device_name(0), "torch": torch.__version__,
-               "cuda": torch.version.cuda, "updates": a.updates, "max_tokens": a.max_tokens,
-               "model": PAPER_MODEL, "runs": {}}
+               "cuda": torch.version.cuda, "updates": a.updates, "log_interval": LOG_INTERVAL,
+               "max_tokens": a.max_tokens, "model": PAPER_MODEL, "runs": {}}
+    out = Path(a.out)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t0 = time.time()
         data = write_data(tmp / "data", a.vocab, a.sentences, seed=1)
         figures["data_s"] = round(time.time() - t0, 1)
-        for precision in a.precisions:
-            for name, make in (("ours", ours_argv), ("reference", reference_argv)):
-                save = tmp / f"{name}_{precision}"
-                save.mkdir()
-                r = run(make(data, save, a.updates, a.max_tokens, precision), tmp / f"{name}_{precision}.log",
-                        a.timeout)
-                figures["runs"][f"{name}_{precision}"] = r
-                print(name, precision, {k: v for k, v in r.items() if k != "wps_intervals"}, flush=True)
-            ours, ref = (figures["runs"][f"{n}_{precision}"]["target_tokens_per_s"] for n in ("ours", "reference"))
-            if ours and ref:
-                figures[f"speedup_{precision}"] = round(ours / ref, 2)
-    Path(a.out).write_text(json.dumps(figures, indent=1))
+        for max_tokens in a.max_tokens:
+            for precision in a.precisions:
+                trainers = (("ours", ours_argv), ("reference", reference_argv))
+                with_reference = max_tokens in reference_at and precision in reference_precisions
+                for name, make in trainers if with_reference else trainers[:1]:
+                    key = f"{name}_{precision}_{max_tokens}"
+                    save = tmp / key
+                    save.mkdir()
+                    r = run(make(data, save, a.updates, max_tokens, precision), tmp / f"{key}.log", a.timeout)
+                    figures["runs"][key] = r
+                    print(key, {k: v for k, v in r.items() if k != "wps_intervals"}, flush=True)
+                    out.write_text(json.dumps(figures, indent=1))  # what ran so far, if the job is cut
+                runs = figures["runs"]
+                ours, ref = (runs.get(f"{n}_{precision}_{max_tokens}", {}).get("target_tokens_per_s")
+                             for n in ("ours", "reference"))
+                if ours and ref:
+                    figures[f"speedup_{precision}_{max_tokens}"] = round(ours / ref, 2)
+        base = figures["runs"].get("ours_fp16_8000", {}).get("target_tokens_per_s")
+        if base:
+            figures["vs_paper_layout"] = {key: round(r["target_tokens_per_s"] / base, 2)
+                                          for key, r in figures["runs"].items()
+                                          if key.startswith("ours_") and r.get("target_tokens_per_s")}
+    out.write_text(json.dumps(figures, indent=1))
     print(json.dumps({k: v for k, v in figures.items() if k != "runs"}, indent=1))
     return 0
 

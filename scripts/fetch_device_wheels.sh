@@ -14,11 +14,11 @@ pin() {  # NAME -> NAME==VERSION from the constraints
     line=$(grep -i -m1 "^$1==" workflow/envs/constraints.txt) || { echo "fetch_device_wheels.sh: $1 is not pinned" >&2; exit 1; }
     echo "$line"
 }
-# fairseq and what it imports at start; jsonschema (config validation) and its needs; sacrebleu (fairseq's
-# scorers) and its needs; pytest for `pytest -m gpu`
-BINARY=(fairseq-fixed bitarray rpds-py regex lxml)
-PURE=(hydra-core omegaconf jsonschema jsonschema-specifications referencing attrs sacrebleu portalocker tabulate
-      colorama pytest pluggy iniconfig tqdm)
+# fairseq and what it imports at start; jsonschema (config validation) and its needs. The image already holds
+# pytest, sacrebleu, regex, lxml, tqdm, attrs and the rest (KINDS.md's package list): carrying them would put a
+# second pytest ahead of the image's plugins.
+BINARY=(fairseq-fixed bitarray rpds-py)
+PURE=(hydra-core omegaconf jsonschema jsonschema-specifications referencing)
 PLATFORMS=()
 for n in 28 27 24 17; do PLATFORMS+=(--platform "manylinux_2_${n}_x86_64"); done
 PLATFORMS+=(--platform manylinux2014_x86_64 --platform manylinux1_x86_64)

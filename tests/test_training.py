@@ -113,6 +113,29 @@ def test_batches_are_single_pair_with_target_language_id(data_dir):
         assert torch.equal(batch["net_input"]["src_tokens"][row, :n], ds[idx]["source"])
 
 
+def test_the_source_lengths_stay_on_the_host_and_encode_the_same(data_dir):
+    """The collater's NumPy copy of the lengths is left alone by fairseq's move to the GPU (no host sync to
+    read them back for packing), and the encoder gives the same embeddings with it as without it."""
+    from fairseq import utils
+
+    from laser_repro.models.laser.fairseq_plugin.laser_lstm import LaserLSTMEncoder
+
+    task = make_task(data_dir)
+    task.load_dataset("train")
+    batch = epoch_batches(task, task.dataset("train"), epoch=1)[0]
+    net_input = batch["net_input"]
+    host = net_input["src_lengths_host"]
+    assert isinstance(host, np.ndarray) and host.tolist() == net_input["src_lengths"].tolist()
+    moved = utils.apply_to_sample(lambda t: t.double(), batch)  # what move_to_cuda applies to, and only that
+    assert moved["net_input"]["src_tokens"].dtype == torch.float64 and moved["net_input"]["src_lengths_host"] is host
+    torch.manual_seed(0)
+    encoder = LaserLSTMEncoder(task.source_dictionary, embed_dim=8, hidden_size=6, num_layers=2).eval()
+    with torch.no_grad():
+        with_host = encoder(net_input["src_tokens"], net_input["src_lengths"], src_lengths_host=host)["sentemb"]
+        without = encoder(net_input["src_tokens"], net_input["src_lengths"])["sentemb"]
+    assert torch.equal(with_host, without)
+
+
 def test_resumed_epoch_sees_the_batches_of_an_uninterrupted_run(data_dir):
     """fairseq forms batches with seed + the epoch at which the iterator is created; the task
     re-forms them every epoch, so an iterator created at epoch 3 (a resumed run) matches one

@@ -198,7 +198,9 @@ class LaserLSTMEncoder(FairseqEncoder):
         ))
         self.output_units = hidden_size * (2 if bidirectional else 1)
 
-    def forward(self, src_tokens: Tensor, src_lengths: Tensor, **unused) -> Dict[str, Tensor]:
+    def forward(self, src_tokens: Tensor, src_lengths: Tensor, src_lengths_host=None, **unused) -> Dict[str, Tensor]:
+        """``src_lengths_host``: the same lengths on the host (a NumPy array, the task's collater): given, the
+        packing reads them without waiting for the GPU."""
         bsz, seqlen = src_tokens.shape
         # checked where it costs nothing: on a GPU the check is a host sync per step, and the task always
         # pads on the right (laser_task: left_pad_source=False)
@@ -207,9 +209,9 @@ class LaserLSTMEncoder(FairseqEncoder):
         x = self.embed_tokens(src_tokens)
         x = F.dropout(x, p=self.dropout_in, training=self.training)
         x = x.transpose(0, 1)  # T x B x C
-        packed = nn.utils.rnn.pack_padded_sequence(
-            x, src_lengths.detach().to("cpu", torch.int64), enforce_sorted=False
-        )
+        host_lengths = (torch.as_tensor(src_lengths_host, dtype=torch.int64) if src_lengths_host is not None
+                        else src_lengths.detach().to("cpu", torch.int64))
+        packed = nn.utils.rnn.pack_padded_sequence(x, host_lengths, enforce_sorted=False)
         packed_out, _ = self.lstm(packed)
         x, _ = nn.utils.rnn.pad_packed_sequence(
             packed_out, padding_value=self.padding_value, total_length=seqlen
@@ -522,6 +524,7 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
         src_lengths=None,
         prev_output_tokens=None,
         tgt_lang_id=None,
+        src_lengths_host=None,
         premise_tokens=None,
         premise_lengths=None,
         hypothesis_tokens=None,
@@ -533,7 +536,7 @@ class LaserLSTMModel(FairseqEncoderDecoderModel):
         Both go through ``model(**net_input)``, so that DistributedDataParallel sees the call."""
         if premise_tokens is not None:
             return self.forward_nli(premise_tokens, premise_lengths, hypothesis_tokens, hypothesis_lengths)
-        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, src_lengths_host=src_lengths_host)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out, tgt_lang_id=tgt_lang_id)
 
     def get_targets(self, sample, net_output):

@@ -111,7 +111,8 @@ class MultiPairDataset(_SizedDataset):
     """Concatenation of several LanguagePairDatasets with single-pair batches.
 
     Global index ``i`` belongs to pair ``p`` with ``offsets[p] <= i < offsets[p + 1]``.
-    ``collater`` adds ``net_input["tgt_lang_id"]`` (LongTensor [B]).
+    ``collater`` adds ``net_input["tgt_lang_id"]`` (LongTensor [B]) and ``net_input["src_lengths_host"]``
+    (the lengths as a NumPy array, which fairseq leaves on the host).
     """
 
     def __init__(
@@ -206,6 +207,9 @@ class MultiPairDataset(_SizedDataset):
         batch = self.datasets[pair].collater(samples, pad_to_length=pad_to_length)
         bsz = batch["net_input"]["src_tokens"].size(0)
         batch["net_input"]["tgt_lang_id"] = torch.full((bsz,), self.tgt_lang_ids[pair], dtype=torch.long)
+        # a NumPy copy stays on the host when fairseq moves the batch's tensors to the GPU: the encoder's
+        # pack_padded_sequence needs the lengths there, and reading them back from the GPU is a host sync per step
+        batch["net_input"]["src_lengths_host"] = batch["net_input"]["src_lengths"].numpy().copy()
         return batch
 
     # -- misc -----------------------------------------------------------------------------
