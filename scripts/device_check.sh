@@ -36,7 +36,7 @@ step pytest_gpu 110 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu
 step gpu_smoke 200 "$PY" scripts/gpu_smoke.py "$OUT_DIR/gpu_smoke.json" --precisions fp32 bf16 fp16
 step laser_bench 200 "$PY" scripts/benchmark_laser_gpu.py --out "$OUT_DIR/laser_bench.json" \
     --max-tokens 8000 16000 32000 --precisions fp16 bf16 --reference-at 8000 32000 --reference-precisions bf16 \
-    --updates 50 --sentences 12000 --timeout 40
+    --lengths-sync-at 8000 bf16 --updates 50 --sentences 12000 --timeout 40
 "$PY" - "$OUT_DIR" "${STEPS[@]}" <<'PYEOF'
 import json, sys
 from pathlib import Path
