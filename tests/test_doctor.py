@@ -3,6 +3,9 @@ CPU install, against the repository's SLURM profile and paper config."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -200,3 +203,16 @@ def test_real_probes_run_here():
     env = doctor.probe()
     assert env["versions"]["python"] and "version" in env["torch"] and "version" in env["faiss"]
     assert set(env["fairseq"]) >= {"version", "missing_extensions"} or "error" in env["fairseq"]
+
+
+def test_the_cli_starts_without_faiss_or_fairseq():
+    """`laser-repro doctor` is the first command on a new GPU node, whose environment may lack faiss (it
+    mines BUCC only) and fairseq: building the CLI's parser must import neither (it did import faiss through
+    bucc-mine's option choices, seen on the lent H200)."""
+    code = ("import sys; sys.modules['faiss'] = None; sys.modules['fairseq'] = None\n"
+            "from laser_repro import cli\n"
+            "cli.build_parser()\n"
+            "assert 'faiss' not in [m for m, v in sys.modules.items() if v is not None]\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]

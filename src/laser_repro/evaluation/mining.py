@@ -47,10 +47,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import faiss
 import numpy as np
 
 log = logging.getLogger(__name__)
+
+
+class _ImportedOnUse:
+    """A module imported at its first attribute read: the CLI registers bucc-mine's options from this module,
+    and a machine without faiss (a GPU node running only ``doctor`` or training) must still start the CLI."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+faiss = _ImportedOnUse("faiss")
 
 MARGINS = ("ratio", "distance", "absolute")
 MODES = ("forward", "backward", "intersection", "max")
