@@ -48,6 +48,14 @@ import sys, json, torch
 from fairseq_cli.train import cli_main
 from laser_repro.models.laser.fairseq_bridge import bf16_on_gpu  # fairseq 0.12 takes --bf16 for a TPU run
 sys.argv = ["fairseq-train", *json.loads(sys.argv[1])]
+# fairseq's trainer resets the peak-memory counter after every step (for its gb_free log): keep the
+# largest value it had before each reset, so PEAK_GPU_BYTES is the run's peak, not the last step's
+peak = [0]
+_reset = torch.cuda.reset_peak_memory_stats
+def reset_peak_memory_stats(*args, **kwargs):
+    peak[0] = max(peak[0], torch.cuda.max_memory_allocated())
+    return _reset(*args, **kwargs)
+torch.cuda.reset_peak_memory_stats = reset_peak_memory_stats
 if __import__("os").environ.get("BENCH_LENGTHS_FROM_GPU") == "1":
     # the trainer as before the collater's host copy of the lengths: the encoder reads them back from the GPU
     from laser_repro.models.laser.fairseq_plugin import laser_task
@@ -61,7 +69,8 @@ try:
     with bf16_on_gpu():
         cli_main()
 finally:
-    print("PEAK_GPU_BYTES", torch.cuda.max_memory_allocated(), flush=True)
+    print("PEAK_GPU_BYTES", max(peak[0], torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else 0,
+          flush=True)
 """
 
 
@@ -88,10 +97,14 @@ def write_data(root: Path, vocab: int, sentences: int, seed: int, reference: boo
             if not reference:
                 continue
             # the reference task reads fairseq's older IndexedDataset format only (--dataset-impl lazy)
-            subprocess.run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", src, "--target-lang", tgt,
-                            "--trainpref", str(prefix), "--destdir", str(root / "bin_lazy"), "--srcdict",
-                            str(root / "dict.txt"), "--tgtdict", str(root / "dict.txt"), "--dataset-impl", "lazy",
-                            "--workers", "4"], check=True, capture_output=True)
+            # in this process: 8 fairseq-preprocess processes spent most of 2 minutes importing fairseq (H200)
+            from fairseq import options
+            from fairseq_cli import preprocess
+
+            preprocess.main(options.get_preprocessing_parser().parse_args(
+                ["--source-lang", src, "--target-lang", tgt, "--trainpref", str(prefix),
+                 "--destdir", str(root / "bin_lazy"), "--srcdict", str(root / "dict.txt"),
+                 "--tgtdict", str(root / "dict.txt"), "--dataset-impl", "lazy", "--workers", "4"]))
     for d in ("bin", "bin_lazy") if reference else ("bin",):
         (root / d / "dict.txt").write_text((root / "dict.txt").read_text())
     return root / "bin"

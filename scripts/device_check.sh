@@ -2,7 +2,7 @@
 # Every GPU check of this project in one command, for a lent GPU machine (the device tool) or a GPU node:
 #   bash scripts/fetch_device_wheels.sh            # here, once: the wheels that machine lacks, into .whl/
 #   bash scripts/device_check.sh [OUT_DIR]         # there (device tool: carry [".whl"]); OUT_DIR default $OUT or out/
-# Steps, each with its own time limit (under 10 minutes in all on one H100/H200), each recorded whatever happens:
+# Steps, each with its own time limit (about 8 minutes in all on one H200), each recorded whatever happens:
 # the environment (nvidia-smi, laser-repro doctor), `pytest -m gpu` on the GPU test file, scripts/gpu_smoke.py in
 # fp32, bf16 and fp16 (the paper config's precision), and the LASER benchmark: our trainer at 8k (the paper's
 # layout), 16k (config/overlays/paper_today_gpus.yaml) and 32k tokens per GPU in fp16 and bf16, fairseq's
@@ -32,11 +32,11 @@ step() {  # NAME LIMIT_S COMMAND...: run, keep the log, record status and time
     STEPS+=("$name:$rc:$((SECONDS - t0))")
 }
 step environment 60 bash -c "nvidia-smi; $PY -m laser_repro.cli doctor --json '$OUT_DIR/doctor.json'"
-step pytest_gpu 110 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py
-step gpu_smoke 200 "$PY" scripts/gpu_smoke.py "$OUT_DIR/gpu_smoke.json" --precisions fp32 bf16 fp16
+step pytest_gpu 130 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py
+step gpu_smoke 220 "$PY" scripts/gpu_smoke.py "$OUT_DIR/gpu_smoke.json" --precisions fp32 bf16 fp16 --batch-4096 bf16
 step laser_bench 200 "$PY" scripts/benchmark_laser_gpu.py --out "$OUT_DIR/laser_bench.json" \
     --max-tokens 8000 16000 32000 --precisions fp16 bf16 --reference-at 8000 32000 --reference-precisions bf16 \
-    --lengths-sync-at 8000 bf16 --updates 50 --sentences 12000 --timeout 40
+    --lengths-sync-at 8000 bf16 --updates 40 --sentences 10000 --timeout 30
 "$PY" - "$OUT_DIR" "${STEPS[@]}" <<'PYEOF'
 import json, sys
 from pathlib import Path

@@ -81,7 +81,8 @@ def test_without_a_gpu_every_stage_of_a_family_uses_the_family_s_first_gpu():
 
 def test_paper_recipe_on_todays_gpus_is_an_overlay_of_the_paper_config(capsys, tmp_path):
     """config/overlays/paper_today_gpus.yaml, merged after config/paper.yaml as Snakemake merges two
-    --configfile: 8 GPUs x 16k tokens in bf16, the same 128k tokens per update; budget takes both files."""
+    --configfile: 8 GPUs x 16k tokens in fp16, the same 128k tokens per update; budget takes both files, and
+    estimates it from the H200's figure at 16k tokens per GPU, not the paper layout's 8k."""
     from laser_repro.cli import main
     from laser_repro.core import slurm
     from laser_repro.core.errors import ConfigError
@@ -89,12 +90,17 @@ def test_paper_recipe_on_todays_gpus_is_an_overlay_of_the_paper_config(capsys, t
     files = [REPO / "config" / "paper.yaml", REPO / "config" / "overlays" / "paper_today_gpus.yaml"]
     merged = run_config.load(files)
     train = merged["models"]["base"]["train"]
-    assert (train["gpus"], train["max_tokens"], train["precision"], train["tokens_per_update"]) == (8, 16000, "bf16", 128000)
+    assert (train["gpus"], train["max_tokens"], train["precision"], train["tokens_per_update"]) == (8, 16000, "fp16", 128000)
     assert merged["models"]["base"]["model"] == run_config.load(files[0])["models"]["base"]["model"]
     assert slurm.gpu_job_resources(8, gpus_per_node=8) == {"nodes": 1, "gres": "gpu:8", "cpus_per_task": 64}
     main(["budget", "--configfile", *map(str, files), "--profile", str(REPO / "profiles" / "slurm"), "--gpu", "H200"])
     base = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("base "))
-    assert " 8 " in base and "1 of 3" in base  # one attempt of 48 h on 8 H200s at the measured bf16 rate
+    assert " 8 " in base and "1 of 3" in base  # one attempt of 48 h on 8 H200s at the measured fp16 rate
+    figure, notes = budget.pick_throughput("laser", "train", "H200", "fp16", 16000)
+    assert (figure["batch_tokens"], figure["precision"], notes) == ("16000", "fp16", [])
+    assert budget.pick_throughput("laser", "train", "H200", "fp16", 8000)[0]["rate"] < figure["rate"]
+    nearest, notes = budget.pick_throughput("laser", "train", "H200", "bf16", 20000)
+    assert nearest["batch_tokens"] == "16000" and notes == ["no figure at 20000 tokens per GPU: using 16000's"]
     bad = tmp_path / "overlay.yaml"
     bad.write_text("models:\n  base:\n    train:\n      gpus: -1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="overlay.yaml:4"):
