@@ -92,7 +92,7 @@ def test_paper_recipe_on_todays_gpus_is_an_overlay_of_the_paper_config(capsys, t
     train = merged["models"]["base"]["train"]
     assert (train["gpus"], train["max_tokens"], train["precision"], train["tokens_per_update"]) == (8, 16000, "fp16", 128000)
     assert merged["models"]["base"]["model"] == run_config.load(files[0])["models"]["base"]["model"]
-    assert slurm.gpu_job_resources(8, gpus_per_node=8) == {"nodes": 1, "gres": "gpu:8", "cpus_per_task": 64}
+    assert slurm.gpu_job_resources(8, gpus_per_node=8) == {"nodes": 1, "gpu": 8, "cpus_per_task": 64}
     main(["budget", "--configfile", *map(str, files), "--profile", str(REPO / "profiles" / "slurm"), "--gpu", "H200"])
     base = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("base "))
     assert " 8 " in base and "1 of 3" in base  # one attempt of 48 h on 8 H200s at the measured fp16 rate

@@ -78,12 +78,21 @@ def test_paper_laser_job_is_two_nodes_of_eight_gpus_without_conflicting_options(
 
 def test_one_node_jobs_and_cpu_jobs():
     assert slurm.gpu_job_resources(0) == {}
-    assert slurm.gpu_job_resources(4, gpus_per_node=8, cpus_per_gpu=6) == {"nodes": 1, "gres": "gpu:4",
+    assert slurm.gpu_job_resources(4, gpus_per_node=8, cpus_per_gpu=6) == {"nodes": 1, "gpu": 4,
                                                                             "cpus_per_task": 24}
-    assert slurm.gpu_job_resources(16) == {"nodes": 1, "gres": "gpu:16", "cpus_per_task": 128}  # local: one machine
-    sbatch = _sbatch_options({**slurm.gpu_job_resources(8, gpus_per_node=8), "runtime": 60}, 8)
-    assert (sbatch["--nodes"], sbatch["--gres"], sbatch["--cpus-per-task"]) == ("1", "gpu:8", "64")
-    assert not {"--ntasks-per-gpu", "--gpus", "--ntasks-per-node"} & set(sbatch)
+    assert slurm.gpu_job_resources(16) == {"nodes": 1, "gpu": 16, "cpus_per_task": 128}  # local: one machine
+    resources = {**slurm.gpu_job_resources(8, gpus_per_node=8), "runtime": 60}
+    sbatch = _sbatch_options(resources, 8)
+    assert (sbatch["--nodes"], sbatch["--gpus"], sbatch["--cpus-per-task"]) == ("1", "8", "64")
+    assert not {"--ntasks-per-gpu", "--gres", "--ntasks-per-node", "--cpus-per-gpu"} & set(sbatch)
+    # the job step that runs the launcher asks for the GPUs itself (issue 36, item 8): the jobstep plugin's
+    # srun -n1 gets --gpus=8, where it got none with `gres` and relied on the job's GRES being its default
+    from snakemake_executor_plugin_slurm_jobstep import get_cpu_setting, get_gpu_setting
+
+    job = _Job(resources, 8)
+    assert get_gpu_setting(job) == "--gpus=8" and get_cpu_setting(job, True) == "--cpus-per-task=64"
+    job_before = _Job({"nodes": 1, "gres": "gpu:8", "cpus_per_task": 64}, 8)
+    assert get_gpu_setting(job_before) == ""
     assert slurm.gpu_job_resources(12, gpus_per_node=5)["tasks_per_node"] == 4  # 3 nodes x 4
     with pytest.raises(ValueError, match="train.gpus: 10 GPUs do not split evenly over 3 nodes"):
         slurm.gpu_job_resources(10, gpus_per_node=4, where="train.gpus")

@@ -115,7 +115,7 @@ def seed_replicate_specs(name, spec_of):
 # ---- GPUs of the training jobs: the count from the config, the layout from the site --------------------
 # The profile's global resources site_gpus_per_node / site_cpus_per_gpu describe the site's GPU nodes
 # (profiles/slurm); without them (a local run) every job is one node. laser_repro.core.slurm says why
-# the layout is --nodes / --ntasks-per-node / --gres and never --gpus / --ntasks-per-gpu.
+# the layout is --nodes=1 --gpus=N, or --nodes / --ntasks-per-node / --gres, and never --ntasks-per-gpu.
 from laser_repro.core import slurm as slurm_layout
 
 SITE_GPUS_PER_NODE, SITE_CPUS_PER_GPU = slurm_layout.site_geometry(getattr(workflow, "global_resources", None))
@@ -135,7 +135,7 @@ def one_node_gpu_layout(gpus, where, key, threads):
     if layout.get("mpi"):
         raise ValueError(f"{where}: {gpus} GPUs exceed one node ({SITE_GPUS_PER_NODE} GPUs): this family "
                          f"trains on one node")
-    return layout.get(key, {"nodes": 1, "gres": "", "cpus_per_task": threads}[key])
+    return layout.get(key, {"nodes": 1, "gpu": 0, "cpus_per_task": threads}[key])
 
 
 def one_node_gpu_resource(gpus_of, key):

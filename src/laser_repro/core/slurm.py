@@ -1,12 +1,13 @@
 """What a training rule asks SLURM for, and what that costs in attempts.
 
 * :func:`gpu_job_resources` -- the Snakemake resources of a training job on ``gpus`` GPUs, laid out
-  for snakemake-executor-plugin-slurm: one node (``--nodes=1 --gres=gpu:N``, one launcher task that
-  starts a worker per GPU with torchrun), or several (``--nodes=M --ntasks-per-node=G --gres=gpu:G``,
-  ``mpi: srun``: one worker per task, the launcher's ``srun``). Never ``gpu`` / ``tasks``: with those the
-  plugin emits ``--gpus=N --ntasks-per-gpu=...``, and Slurm then refuses any ``srun --cpus-per-task``
-  in the job ("SLURM_TRES_PER_TASK is mutually exclusive with --ntasks-per-gpu",
-  snakemake-executor-plugin-slurm issues #342 / #373).
+  for snakemake-executor-plugin-slurm: one node (``nodes: 1, gpu: N``: ``sbatch --nodes=1 --gpus=N``, and
+  the jobstep plugin's ``srun -n1 --gpus=N`` for the one launcher task, which starts a worker per GPU with
+  torchrun), or several (``--nodes=M --ntasks-per-node=G --gres=gpu:G``, ``mpi: srun``: one worker per
+  task, the launcher's own ``srun ... --gres=gpu:G``). Never ``tasks`` / ``tasks_per_gpu``: with those the
+  plugin emits ``--ntasks-per-gpu=...``, and Slurm then refuses any ``srun --cpus-per-task`` in the job
+  ("SLURM_TRES_PER_TASK is mutually exclusive with --ntasks-per-gpu", snakemake-executor-plugin-slurm
+  issues #342 / #373).
 * :func:`site_geometry` -- the site's GPUs and CPUs per node (the profile's ``resources``).
 """
 from __future__ import annotations
@@ -59,8 +60,11 @@ def gpu_job_resources(gpus: int, *, gpus_per_node: Optional[int] = None,
     if gpus == 0:
         return {}
     if gpus_per_node is None or gpus <= gpus_per_node:
-        # one task, the launcher: torchrun starts a worker per GPU of the node
-        return {"nodes": 1, "gres": f"gpu:{gpus}", "cpus_per_task": cpus_per_gpu * gpus}
+        # one task, the launcher: torchrun starts a worker per GPU of the node. `gpu` (sbatch --gpus=N), not
+        # `gres`: the jobstep plugin passes --gpus=N to the step's `srun -n1` for `gpu` only, so the step asks
+        # for its GPUs instead of relying on the job's GRES being the step's default (not so where a site's
+        # srun defaults differ, and SLURM_* is stripped from the step's environment)
+        return {"nodes": 1, "gpu": gpus, "cpus_per_task": cpus_per_gpu * gpus}
     nodes = -(-gpus // gpus_per_node)
     if gpus % nodes:
         raise ValueError(f"{where}: {gpus} GPUs do not split evenly over {nodes} nodes of at most "

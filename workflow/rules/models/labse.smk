@@ -81,7 +81,7 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
         mem_mb=16000,
         runtime=7200,
         nodes=one_node_gpu_resource(labse_pretrain_gpus, "nodes"),
-        gres=one_node_gpu_resource(labse_pretrain_gpus, "gres"),
+        gpu=one_node_gpu_resource(labse_pretrain_gpus, "gpu"),
         cpus_per_task=one_node_gpu_resource(labse_pretrain_gpus, "cpus_per_task"),
     conda:
         lambda w: conda_env(*labse_pretrain_gpus(w))
@@ -118,7 +118,7 @@ rule labse_train:
         mem_mb=16000,
         runtime=7200,
         nodes=one_node_gpu_resource(labse_train_gpus, "nodes"),
-        gres=one_node_gpu_resource(labse_train_gpus, "gres"),
+        gpu=one_node_gpu_resource(labse_train_gpus, "gpu"),
         cpus_per_task=one_node_gpu_resource(labse_train_gpus, "cpus_per_task"),
     conda:
         lambda w: conda_env(*labse_train_gpus(w))

@@ -25,7 +25,7 @@ rule multienc_train:
         mem_mb=16000,
         runtime=7200,
         nodes=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "nodes"),
-        gres=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "gres"),
+        gpu=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "gpu"),
         cpus_per_task=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"),
                                             "cpus_per_task"),
     conda:
