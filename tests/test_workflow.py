@@ -253,3 +253,46 @@ def test_evaluation_downloads_through_a_local_mirror(tmp_path):
     log = (work / "resources" / "logs" / "eval" / (target.removeprefix("resources/eval/") + ".log")).read_text()
     assert "SHA-256 mismatch" in log and "0" * 64 in log
     assert not (work / target).exists()
+
+
+@pytest.mark.parametrize("config", ["tests/toy/config.yaml", "tests/toy/compare.yaml"])
+def test_every_file_a_job_names_is_declared(config, tmp_path):
+    """Issue 40 item 7: over the whole DAG of the toy and compare configs, no job names a results/ file that
+    is not one of its inputs, outputs, logs or benchmarks (tests/dag_reads.py says what else is allowed)."""
+    import make_toy_data
+    from dag_reads import jobs, undeclared
+
+    data_root = make_toy_data.make(tmp_path / "data")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    proc = run_snakemake("-n", "-p", "--configfile", str(REPO / config), "--config", f"data_root={data_root}",
+                         "--directory", str(workdir), timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert len(list(jobs(out))) > 100
+    assert undeclared(out, workdir) == {}
+
+
+def test_the_dag_reads_check_finds_an_undeclared_read(tmp_path):
+    """The check itself: compare_task as it was before the fix (its --model-records named every compared
+    model's record, none of them an input) is found; directories, prefixes and a training job's own
+    checkpoints are not."""
+    from dag_reads import undeclared
+
+    def job(rule, inputs, outputs, command):
+        return (f"\n[Sat Nov 28 05:44:19 2026]\nrule {rule}:\n    input: {', '.join(inputs)}\n"
+                f"    output: {', '.join(outputs)}\n    jobid: 1\nShell command: {command}\n")
+
+    records = json.dumps({"base": {"record": "results/r/models/base/model_record.json",
+                                   "settings": {"tokenizer": "results/r/wordpiece/tokenizer.json"}}})
+    table = job("compare_task", ["results/r/eval/base/un.json"], ["results/tables/r/compare_un.md"],
+                f"laser-repro compare-task --scores results/r/eval/base/un.json --model-records '{records}' "
+                f"--md results/tables/r/compare_un.md")
+    train = job("laser_train", ["results/r/bin/train.fra-eng.fra.bin", "results/r/bpe/train/fra-eng.fra"],
+                ["results/r/models/base/checkpoint_best.pt"],
+                "laser-repro train --data results/r/bin --trainpref results/r/bpe/train/fra-eng "
+                "--save-dir results/r/models/base/checkpoints")
+    assert undeclared(table + train, tmp_path) == {"compare_task": {"results/r/models/base/model_record.json"}}
+    fixed = table.replace("input: results/r/eval/base/un.json",
+                          "input: results/r/eval/base/un.json, results/r/models/base/model_record.json")
+    assert undeclared(fixed + train, tmp_path) == {}

@@ -108,6 +108,9 @@ rule nli_binarize:
     output:
         multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
                  ".hypothesis.idx", ".label.npy"),
+        # the BPE text between the two commands: declared (temp: Snakemake removes it after the job)
+        premise_bpe=temp("results/{run}/bin/nli/train.premise.bpe"),
+        hypothesis_bpe=temp("results/{run}/bin/nli/train.hypothesis.bpe"),
     log:
         "results/{run}/logs/binarize/nli.log",
     params:
@@ -117,9 +120,9 @@ rule nli_binarize:
         "../../envs/laser.yaml"
     shell:
         logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
-               " --lang eng --input {input.premises:q} --output {params.prefix:q}.premise.bpe"
-               " --lang eng --input {input.hypotheses:q} --output {params.prefix:q}.hypothesis.bpe"
-               " && laser-repro binarize-nli --premise {params.prefix:q}.premise.bpe"
-               " --hypothesis {params.prefix:q}.hypothesis.bpe --labels {input.labels:q} --dict {input.dict:q}"
-               " --dest-prefix {params.prefix:q} && rm {params.prefix:q}.premise.bpe {params.prefix:q}.hypothesis.bpe)",
+               " --lang eng --input {input.premises:q} --output {output.premise_bpe:q}"
+               " --lang eng --input {input.hypotheses:q} --output {output.hypothesis_bpe:q}"
+               " && laser-repro binarize-nli --premise {output.premise_bpe:q}"
+               " --hypothesis {output.hypothesis_bpe:q} --labels {input.labels:q} --dict {input.dict:q}"
+               " --dest-prefix {params.prefix:q})",
                keys=["preprocess", "evaluation.xnli"])
