@@ -128,7 +128,7 @@ def test_one_variant_reruns_alone(toy):
 
 
 def test_lineage_of_an_ablation_table(toy):
-    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "results/tables/toy/table5.md"], cwd=toy.workdir,
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "tree", "results/tables/toy/table5.md"], cwd=toy.workdir,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     text = proc.stdout
@@ -142,7 +142,7 @@ def test_lineage_of_an_ablation_table(toy):
     assert raw_tatoeba.group(2) == hashlib.sha256(
         (toy.data_root / "tatoeba-v1" / "tatoeba.deu-eng.deu").read_bytes()).hexdigest()
     assert re.search(r"\d+ nodes, \d+ raw files, 0 changed", text)
-    tree = json.loads(subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "--json", "results/tables/toy/table7.md"],
+    tree = json.loads(subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "tree", "--json", "results/tables/toy/table7.md"],
                                      cwd=toy.workdir, capture_output=True, text=True, check=True).stdout)
     assert tree
 

@@ -251,13 +251,13 @@ def test_every_model_through_every_task(families):
 def test_lineage_and_rerun(families):
     workdir, args = families
     table = "results/tables/toy_compare/schwenk_douze_2017/table1.md"
-    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", table], cwd=workdir, capture_output=True,
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "tree", table], cwd=workdir, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for step in ("multienc_train", "nway_bpe", "nway_text", "model_similarity"):
         assert step in proc.stdout
     # a comparison table walks back to the training of every family (and the Moses lines both data shapes share)
-    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "results/tables/toy_compare/compare_un.md"],
+    proc = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "tree", "results/tables/toy_compare/compare_un.md"],
                           cwd=workdir, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for step in ("laser_train", "multienc_train", "labse_train", "bisent2vec_train", "moses_lines",

@@ -103,7 +103,7 @@ def test_directory_output_and_input(chain):
     assert provenance.path_sha256(d) == entry["sha256"]
     step("train", ["bin"], ["ckpt.pt"], "weights")
     assert read("ckpt.pt")["inputs"]["bin"]["sha256"] == entry["sha256"]
-    assert run_cli("lineage", "ckpt.pt") == 0
+    assert run_cli("lineage", "tree", "ckpt.pt") == 0
 
 
 def test_git_commit_and_dirty(tmp_path, monkeypatch):
@@ -138,7 +138,7 @@ def test_hash_cache_reuses_sidecar_checksums(chain, monkeypatch):
 
 
 def test_lineage_text_and_json(chain, capsys):
-    assert run_cli("lineage", "table.md") == 0
+    assert run_cli("lineage", "tree", "table.md") == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0].startswith("table.md  " + sha("table.md")[:12] + "  table  [ok]")
@@ -147,7 +147,7 @@ def test_lineage_text_and_json(chain, capsys):
     assert raw_lines and all(RAW_URL in line and sha("raw.txt") in line for line in raw_lines)
     assert lines[-1] == "5 nodes, 1 raw files, 0 changed, 0 without a record"
 
-    assert run_cli("lineage", "table.md", "--json") == 0
+    assert run_cli("lineage", "tree", "table.md", "--json") == 0
     result = json.loads(capsys.readouterr().out)
     tree = result["tree"]
     assert tree["rule"] == "table" and tree["status"] == "ok"
@@ -161,7 +161,7 @@ def test_lineage_text_and_json(chain, capsys):
 
 
 def test_lineage_shared_subtree_printed_once(chain, capsys):
-    assert run_cli("lineage", "table.md") == 0
+    assert run_cli("lineage", "tree", "table.md") == 0
     lines = capsys.readouterr().out.splitlines()
     model = [line for line in lines if "model.bin" in line]
     assert len(model) == 2
@@ -174,7 +174,7 @@ def test_lineage_shared_subtree_printed_once(chain, capsys):
 
 
 def test_lineage_max_depth(chain, capsys):
-    assert run_cli("lineage", "table.md", "--max-depth", "1") == 0
+    assert run_cli("lineage", "tree", "table.md", "--max-depth", "1") == 0
     lines = capsys.readouterr().out.splitlines()
     assert not any("a.txt" in line for line in lines)
     assert any("b.txt" in line and "below --max-depth" in line for line in lines)
@@ -182,7 +182,7 @@ def test_lineage_max_depth(chain, capsys):
 
 def test_lineage_changed_file(chain, capsys):
     Path("a.txt").write_text("edited by hand\n")
-    assert run_cli("lineage", "table.md") == 1
+    assert run_cli("lineage", "tree", "table.md") == 1
     out = capsys.readouterr().out
     a_line = next(line for line in out.splitlines() if "a.txt" in line)
     assert "[changed]" in a_line and sha("a.txt")[:12] in a_line
@@ -191,26 +191,26 @@ def test_lineage_changed_file(chain, capsys):
 
 def test_lineage_walks_through_deleted_temp_file(chain, capsys):
     Path("a.txt").unlink()  # a temp() output deleted by Snakemake; its sidecar stays
-    assert run_cli("lineage", "table.md", "--json") == 0
+    assert run_cli("lineage", "tree", "table.md", "--json") == 0
     tree = json.loads(capsys.readouterr().out)["tree"]
     b = next(n for n in tree["inputs"] if n["path"] == "b.txt")
     a = next(n for n in b["inputs"] if n["path"] == "a.txt")
     assert a["status"] == "missing" and a["sha256"] is None and a["rule"] == "make_a"
     assert a["recorded_sha256"] == read("b.txt")["inputs"]["a.txt"]["sha256"]
     assert a["inputs"][0]["url"] == RAW_URL and a["inputs"][0]["sha256"] == sha("raw.txt")
-    assert run_cli("lineage", "table.md") == 0
+    assert run_cli("lineage", "tree", "table.md") == 0
     assert "a.txt  " in capsys.readouterr().out
 
 
 def test_lineage_from_another_directory(chain, monkeypatch, capsys):
     """Recorded paths are relative to the workflow root, found from the sidecar's location."""
     monkeypatch.chdir(chain.parent)
-    assert run_cli("lineage", str(Path(chain.name) / "table.md")) == 0
+    assert run_cli("lineage", "tree", str(Path(chain.name) / "table.md")) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "5 nodes, 1 raw files, 0 changed, 0 without a record"
 
 
 def test_lineage_without_sidecar(chain, capsys):
-    assert run_cli("lineage", "raw.txt") != 0
+    assert run_cli("lineage", "tree", "raw.txt") != 0
 
 
 @pytest.fixture
@@ -246,12 +246,12 @@ def _nodes(tree):
 
 
 def test_lineage_flags_a_workflow_output_without_record(workflow_tree, capsys):
-    assert run_cli("lineage", "results/run/table.md") == 1
+    assert run_cli("lineage", "tree", "results/run/table.md") == 1
     lines = capsys.readouterr().out.splitlines()
     orphan = next(line for line in lines if "orphan.txt" in line)
     assert "[no record]" in orphan and "raw" not in orphan and "no provenance record" in orphan
     assert lines[-1] == "6 nodes, 3 raw files, 0 changed, 1 without a record"
-    assert run_cli("lineage", "results/run/table.md", "--json") == 1
+    assert run_cli("lineage", "tree", "results/run/table.md", "--json") == 1
     result = json.loads(capsys.readouterr().out)
     nodes = {n["path"]: n for n in _nodes(result["tree"])}
     assert nodes["results/run/orphan.txt"]["status"] == "no record" and not nodes["results/run/orphan.txt"]["raw"]
@@ -262,23 +262,23 @@ def test_lineage_flags_a_workflow_output_without_record(workflow_tree, capsys):
     assert nodes["resources/dl.txt"]["url"] == RAW_URL and nodes["resources/dl.txt"]["status"] == "ok"
     assert nodes["data/corpus.txt"]["raw"] and nodes["data/corpus.txt"]["url"] == RAW_URL + ".corpus"
     assert nodes["data/licensed.txt"]["raw"] and nodes["data/licensed.txt"]["status"] == "ok"
-    assert run_cli("lineage", "results/run/a.txt") == 0
+    assert run_cli("lineage", "tree", "results/run/a.txt") == 0
 
 
 def test_lineage_flags_a_sidecar_that_does_not_record_the_file(workflow_tree, capsys):
     """A sidecar that is unreadable, or is not the record of its file (copied from another output):
     no record, wherever the file is."""
     Path("data/licensed.txt.prov.json").write_text(Path("results/run/a.txt.prov.json").read_text())
-    assert run_cli("lineage", "results/run/a.txt") == 1
+    assert run_cli("lineage", "tree", "results/run/a.txt") == 1
     line = next(line for line in capsys.readouterr().out.splitlines() if "licensed.txt" in line)
     assert "[no record]" in line
     Path("data/licensed.txt.prov.json").write_text("{not json")
-    assert run_cli("lineage", "results/run/a.txt") == 1
+    assert run_cli("lineage", "tree", "results/run/a.txt") == 1
 
 
 def test_lineage_changed_file_without_record_is_changed(workflow_tree, capsys):
     Path("results/run/orphan.txt").write_text("edited\n")
-    assert run_cli("lineage", "results/run/table.md", "--json") == 1
+    assert run_cli("lineage", "tree", "results/run/table.md", "--json") == 1
     result = json.loads(capsys.readouterr().out)
     orphan = next(n for n in _nodes(result["tree"]) if n["path"] == "results/run/orphan.txt")
     assert orphan["status"] == "changed" and orphan["recorded"] is False

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import time
 
 import pytest
@@ -296,3 +297,48 @@ def test_the_dag_reads_check_finds_an_undeclared_read(tmp_path):
     fixed = table.replace("input: results/r/eval/base/un.json",
                           "input: results/r/eval/base/un.json, results/r/models/base/model_record.json")
     assert undeclared(fixed + train, tmp_path) == {}
+
+
+def test_lineage_of_the_toy_run_and_a_file_changed_behind_snakemake(toy_local_run, tmp_path):
+    """Issue 40 items 1-3, 9 on the real toy run: `lineage view` of table1 shows every job once after a summary;
+    `lineage cell` of one FLORES cell names that language's files only; and a finished run whose encoder.pt
+    was truncated in place with its mtime kept is "Nothing to be done" for Snakemake, but `lineage check
+    results/` finds it (on a copy of the run: the session's run stays intact)."""
+    import shutil
+    import subprocess
+
+    from conftest import VENV_BIN
+
+    assert toy_local_run.proc.returncode == 0
+    run = tmp_path / "work"
+    shutil.copytree(toy_local_run.workdir, run, symlinks=True)  # copy2: mtimes kept
+
+    def lineage(*args):
+        return subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", *args], cwd=run, capture_output=True, text=True)
+
+    view = lineage("view", "results/tables/toy/table1.md")
+    assert view.returncode == 0, view.stderr[-2000:]
+    lines = view.stdout.splitlines()
+    assert lines[0].startswith("lineage of results/tables/toy/table1.md: ") and len(lines) < 400
+    assert "raw inputs (" in view.stdout and "models:" in view.stdout and "  base: laser, seed 1, kept update" in view.stdout
+    jobs = [line for line in lines[lines.index("jobs (each once; inputs made by another job are named by it):") + 1:]
+            if not line.startswith("    ")]
+    assert len(jobs) == len(set(jobs))
+    cell = lineage("cell", "--json", "results/tables/toy/table1.csv", "deu", "en_xx_error")
+    assert cell.returncode == 0, cell.stderr[-2000:]
+    named = json.loads(cell.stdout)
+    assert named["table_inputs"] and all("deu" in p for p in named["table_inputs"])
+    assert any(p.endswith("deu_Latn.dev") for p in named["raw_inputs"])
+    assert not any(p.endswith(("ell_Grek.dev", "spa_Latn.dev")) for p in named["raw_inputs"])
+
+    assert lineage("check", "results").returncode == 0
+    encoder = run / "results" / "toy" / "models" / "base" / "encoder.pt"
+    st = encoder.stat()
+    with open(encoder, "r+b") as f:
+        f.truncate(st.st_size // 2)
+    os.utime(encoder, ns=(st.st_atime_ns, st.st_mtime_ns))
+    dry = run_snakemake(*[a if a != str(toy_local_run.workdir) else str(run) for a in toy_local_run.args], "-n")
+    assert dry.returncode == 0 and "Nothing to be done" in dry.stdout + dry.stderr
+    check = lineage("check", "results")
+    assert check.returncode == 1
+    assert "changed: results/toy/models/base/encoder.pt" in check.stdout

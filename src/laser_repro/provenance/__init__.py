@@ -52,6 +52,8 @@ from laser_repro.core.download import sha256_file
 from laser_repro.provenance._common import (FORMAT, IGNORED_IN_DIRS, SUFFIX, ProvenanceError, log, read_sidecar,
                                             rel_key, sidecar_path)
 from laser_repro.provenance.lineage import WORKFLOW_OUTPUT_DIRS, cmd_lineage, format_lineage, lineage_tree
+from laser_repro.provenance.lineage_cli import (cmd_lineage_cell, cmd_lineage_check, cmd_lineage_diff,
+                                                cmd_lineage_render, cmd_lineage_view)
 from laser_repro.provenance.mtimes import MIN_GAP_NS, cmd_sync_mtimes, sync_mtimes
 from laser_repro.provenance.records import (LIBRARIES, cmd_provenance, digest, git_state, host_info,
                                             library_versions, parse_sources, parse_time, parse_wildcards,
@@ -91,8 +93,38 @@ def add_cli(sub) -> None:
                    help="public URL of a raw input (repeatable)")
     s.set_defaults(func=cmd_provenance)
 
-    s = sub.add_parser("lineage", help="the provenance tree of a file, back to the raw downloads; exit 1 when a "
-                                       "recorded file changed or a workflow output has no record")
+    lineage = sub.add_parser("lineage", help="audit a result: its lineage graph (view), one table cell (cell), "
+                                             "re-hashed files (check), two runs compared (diff), the old tree (tree)")
+    verbs = lineage.add_subparsers(dest="lineage_verb", required=True, metavar="{view,cell,check,diff,render,tree}")
+    s = verbs.add_parser("view", help="what made FILE: a summary (raw inputs, config values, code, libraries, "
+                                      "models, machines, wall time), then each job once")
+    s.add_argument("file")
+    s.add_argument("--json", action="store_true", help="nodes, edges and the summary as JSON")
+    s.set_defaults(func=cmd_lineage_view)
+    s = verbs.add_parser("cell", help="the files that made one cell of a table: TABLE.csv ROW COLUMN")
+    s.add_argument("table", help="a table's CSV (results/tables/<run>/<name>.csv)")
+    s.add_argument("row", help="the row's first-column value (e.g. a language code)")
+    s.add_argument("column", help="the column's header")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_lineage_cell)
+    s = verbs.add_parser("check", help="re-hash every recorded file on FILE's lineage, or every recorded file "
+                                       "under DIR; one line per changed or missing file; exit 1 if any")
+    s.add_argument("target")
+    s.set_defaults(func=cmd_lineage_check)
+    s = verbs.add_parser("diff", help="two results of the same target: the first jobs where they diverge and why; "
+                                      "exit 1 when they differ")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_lineage_diff)
+    s = verbs.add_parser("render", help="a picture of FILE's lineage: -o OUT.dot, .mmd (Mermaid) or .svg (Graphviz)")
+    s.add_argument("file")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--expand", nargs="*", default=[], metavar="RULE",
+                   help="rules whose jobs are drawn one by one (default: one box per rule, with a count)")
+    s.set_defaults(func=cmd_lineage_render)
+    s = verbs.add_parser("tree", help="the lineage as an indented tree (a shared input repeated as 'see above'); "
+                                      "exit 1 when a recorded file changed or a workflow output has no record")
     s.add_argument("file")
     s.add_argument("--json", action="store_true")
     s.add_argument("--max-depth", type=int)

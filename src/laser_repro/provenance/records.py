@@ -156,7 +156,45 @@ def host_info() -> dict:
     u = platform.uname()
     return {"hostname": socket.gethostname(), "platform": f"{u.system}-{u.release}-{u.machine}",
             "user": user, "pid": os.getpid(), "ppid": os.getppid(),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID")}
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"), **machine_info()}
+
+
+_MACHINE: dict | None = None
+
+
+def machine_info() -> dict:
+    """What on a machine can change a result's last bits (lineage diff names it): the CPU model and a digest
+    of its instruction-set flags (which kernels oneDNN / BLAS pick), the CPUs this process may use, and the
+    GPUs when the job's process already imported torch (never imported here: it costs seconds)."""
+    global _MACHINE
+    if _MACHINE is None:
+        model, flags = None, None
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    key = key.strip()
+                    if key in ("model name", "Processor", "cpu model") and model is None:
+                        model = value.strip()
+                    elif key in ("flags", "Features") and flags is None:
+                        flags = hashlib.sha256(" ".join(sorted(value.split())).encode()).hexdigest()[:16]
+        except OSError:
+            pass
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count()
+        _MACHINE = {"cpu_model": model or platform.processor() or None, "cpu_flags_sha256": flags,
+                    "cpu_count": cpus}
+    gpus = None
+    torch = __import__("sys").modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        except Exception:  # noqa: BLE001 - a broken CUDA setup must not fail a job's record
+            gpus = None
+    return {**_MACHINE, "gpus": gpus}
 
 
 def parse_time(text: str | None) -> dt.datetime:

@@ -1,0 +1,221 @@
+"""The ``lineage`` verbs on the graph (:mod:`laser_repro.provenance.graph`): view, cell, check, diff, render."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from laser_repro.provenance._common import read_sidecar, sidecar_path
+from laser_repro.provenance.graph import Graph, build, check_paths, diff, format_diff, format_view, summary, to_json
+
+
+def _graph_of(path: str) -> Graph:
+    if read_sidecar(os.path.abspath(path)) is None:
+        raise SystemExit(f"lineage: {path} has no provenance record {sidecar_path(path)} (made outside the "
+                         f"workflow, or the workflow did not finish it)")
+    return build(path)
+
+
+def cmd_lineage_view(a) -> None:
+    graph = _graph_of(a.file)
+    info = summary(graph)
+    print(json.dumps(to_json(graph, info), indent=1, ensure_ascii=False) if a.json else format_view(graph, info))
+
+
+def cmd_lineage_check(a) -> None:
+    if not os.path.exists(a.target):
+        raise SystemExit(f"lineage check: {a.target} does not exist")
+    if not os.path.isdir(a.target):
+        _graph_of(a.target)
+    results = check_paths(a.target)
+    bad = [r for r in results if r["status"] != "ok"]
+    for r in bad:
+        print(f"{r['status']}: {r['path']}  recorded {(r['recorded'] or '-')[:16]}, now {(r['current'] or '-')[:16]}")
+    counts = defaultdict(int)
+    for r in results:
+        counts[r["status"]] += 1
+    print(f"{len(results)} recorded files re-hashed: {counts['ok']} ok, {counts['changed']} changed, "
+          f"{counts['missing']} missing")
+    if bad:
+        raise SystemExit(1)
+
+
+def cmd_lineage_diff(a) -> None:
+    for p in (a.a, a.b):
+        if read_sidecar(os.path.abspath(p)) is None:
+            raise SystemExit(f"lineage diff: {p} has no provenance record {sidecar_path(p)}")
+    result = diff(a.a, a.b)
+    print(json.dumps(result, indent=1) if a.json else format_diff(result))
+    if not result["same"]:
+        raise SystemExit(1)
+
+
+# --------------------------------------------------------------------------- cell
+
+_TOKEN = re.compile(r"[^/._\-\s]+")
+
+
+def _tokens(text: str) -> set[str]:
+    return {t.lower() for t in _TOKEN.findall(text)}
+
+
+def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str) -> list[str]:
+    """The table job's inputs that made one cell: those whose path names the row (a path component or name
+    part equal to it, e.g. ``fra`` in ``scores/fra.json``), narrowed, where the row's inputs differ by a part of
+    the column's header (a model name, ``init``), to those naming it. Inputs named by no row (a TF-IDF file of
+    every language, a config) stay when no input names the row."""
+    row_tokens = _tokens(row)
+    named = [p for p in table_job_inputs if row_tokens and row_tokens <= _tokens(graph.files[p].key or p)]
+    chosen = named or list(table_job_inputs)
+    col_tokens = _tokens(column)
+    path_tokens = {p: _tokens(graph.files[p].key or p) for p in chosen}
+    discriminating = {t for t in col_tokens if 0 < sum(t in toks for toks in path_tokens.values()) < len(chosen)}
+    if discriminating:
+        narrowed = [p for p in chosen if discriminating & path_tokens[p]]
+        chosen = narrowed or chosen
+    return chosen
+
+
+def cmd_lineage_cell(a) -> None:
+    table = Path(a.table)
+    if not table.is_file():
+        raise SystemExit(f"lineage cell: {table} does not exist")
+    with open(table, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        raise SystemExit(f"lineage cell: {table} is empty")
+    header = rows[0]
+    if a.column not in header:
+        raise SystemExit(f"lineage cell: {table} has no column {a.column!r}; its columns: {', '.join(header)}")
+    match = [r for r in rows[1:] if r and r[0] == a.row]
+    if not match:
+        raise SystemExit(f"lineage cell: {table} has no row {a.row!r} (first column); its rows: "
+                         f"{', '.join(r[0] for r in rows[1:] if r)}")
+    value = match[0][header.index(a.column)]
+    graph = _graph_of(str(table))
+    job = graph.job_of(graph.root)
+    chosen = cell_inputs(graph, job.inputs, a.row, a.column)
+    files, jobs = set(), set()
+    for p in chosen:
+        f, j = graph.upstream(p)
+        files |= f
+        jobs |= j
+    ordered = [job for job in graph.topological_jobs() if job.id in jobs]
+    raw = sorted(graph.files[p].url or graph.files[p].path for p in files if graph.files[p].raw)
+    result = {"table": str(table), "row": a.row, "column": a.column, "value": value,
+              "table_inputs": sorted(graph.files[p].path for p in chosen),
+              "jobs": [{"job": j.label, "outputs": sorted(graph.files[p].path for p in j.outputs if p in files)}
+                       for j in reversed(ordered)],
+              "raw_inputs": raw}
+    if a.json:
+        print(json.dumps(result, indent=1))
+        return
+    print(f"{table} [{a.row}, {a.column}] = {value}")
+    print(f"made from {len(chosen)} of the table job's {len(job.inputs)} inputs, {len(ordered)} jobs, "
+          f"{len(raw)} raw inputs:")
+    for j in result["jobs"]:
+        print(f"  {j['job']}: {', '.join(j['outputs'][:4])}" + (f" (+{len(j['outputs']) - 4})" if len(j["outputs"]) > 4 else ""))
+    print("raw inputs:")
+    for r in raw:
+        print(f"  {r}")
+
+
+# --------------------------------------------------------------------------- render
+
+def _dot_id(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_dot(graph: Graph, expand: set[str]) -> str:
+    """Graphviz text: one box per rule (with its job count) unless expanded, raw inputs grouped by their
+    directory or URL host, the file itself at the bottom."""
+    def job_node(job) -> str:
+        return job.label if job.rule in expand else job.rule
+
+    counts = defaultdict(int)
+    for job in graph.jobs.values():
+        counts[job_node(job)] += 1
+    raw_groups = defaultdict(int)
+
+    def raw_node(path: str) -> str:
+        f = graph.files[path]
+        where = re.sub(r"^(https?://[^/]+).*$", r"\1", f.url) if f.url else os.path.dirname(f.path) or "."
+        return f"raw: {where}"
+
+    edges = set()
+    for job in graph.jobs.values():
+        for p in job.inputs:
+            f = graph.files[p]
+            src = graph.jobs[f.job] if f.job else None
+            if src is not None and not f.raw:
+                edges.add((job_node(src), job_node(job)))
+            else:
+                name = raw_node(p)
+                raw_groups[name] += 1
+                edges.add((name, job_node(job)))
+    root = graph.files[graph.root]
+    lines = ["digraph lineage {", "  rankdir=TB; node [fontname=Helvetica, fontsize=10];"]
+    for name, n in sorted(raw_groups.items()):
+        lines.append(f"  {_dot_id(name)} [shape=folder, style=filled, fillcolor=\"#e8f0fe\", "
+                     f"label={_dot_id(f'{name} ({n} reads)')}];")
+    for name, n in sorted(counts.items()):
+        label = name if n == 1 else f"{name} x{n}"
+        lines.append(f"  {_dot_id(name)} [shape=box, style=rounded, label={_dot_id(label)}];")
+    lines.append(f"  {_dot_id(root.path)} [shape=note, style=filled, fillcolor=\"#fff4d6\"];")
+    if root.job:
+        edges.add((job_node(graph.jobs[root.job]), root.path))
+    lines += [f"  {_dot_id(a)} -> {_dot_id(b)};" for a, b in sorted(edges) if a != b]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def render_mermaid(dot: str) -> str:
+    """The same graph as a Mermaid flowchart (GitHub and GitLab draw it in Markdown)."""
+    ids: dict[str, str] = {}
+
+    def mid(name: str) -> str:
+        return ids.setdefault(name, f"n{len(ids)}")
+
+    out = ["flowchart TB"]
+    for line in dot.splitlines():
+        m = re.match(r'\s*"((?:[^"\\]|\\.)*)" -> "((?:[^"\\]|\\.)*)";', line)
+        if m:
+            out.append(f"  {mid(m.group(1))} --> {mid(m.group(2))}")
+            continue
+        m = re.match(r'\s*"((?:[^"\\]|\\.)*)" \[.*label="((?:[^"\\]|\\.)*)"', line)
+        if m:
+            label = m.group(2).replace('"', "'")
+            out.insert(1, f'  {mid(m.group(1))}["{label}"]')
+        else:
+            m = re.match(r'\s*"((?:[^"\\]|\\.)*)" \[shape=note', line)
+            if m:
+                out.insert(1, f'  {mid(m.group(1))}[/"{m.group(1)}"/]')
+    return "\n".join(out) + "\n"
+
+
+def cmd_lineage_render(a) -> None:
+    graph = _graph_of(a.file)
+    dot = render_dot(graph, set(a.expand))
+    out = Path(a.output)
+    suffix = out.suffix.lower()
+    if suffix == ".dot":
+        out.write_text(dot, encoding="utf-8")
+    elif suffix == ".mmd":
+        out.write_text(render_mermaid(dot), encoding="utf-8")
+    elif suffix in (".svg", ".png", ".pdf"):
+        exe = shutil.which("dot")
+        if exe is None:
+            raise SystemExit("lineage render: Graphviz's `dot` is not installed (Debian: apt-get install graphviz); "
+                             "-o FILE.dot or FILE.mmd need nothing")
+        proc = subprocess.run([exe, f"-T{suffix[1:]}", "-o", str(out)], input=dot, text=True, capture_output=True)
+        if proc.returncode:
+            raise SystemExit(f"lineage render: dot failed: {proc.stderr.strip()}")
+    else:
+        raise SystemExit(f"lineage render: {out}: give a .dot, .mmd, .svg, .png or .pdf file")
+    print(f"wrote {out} ({len(graph.jobs)} jobs, {len(graph.files)} files)", file=sys.stderr)

@@ -1,0 +1,162 @@
+"""Lineage as a graph (issue 40): view, check, diff and cell on small chains of records (no Snakemake).
+
+    raw.txt (public URL) ──learn──> model.bin ;  raw.txt ──make_a──> a.txt
+    a.txt + model.bin ──make_b──> b.txt ;  b.txt + model.bin ──table──> table.md, table.csv
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from laser_repro import cli, provenance
+from laser_repro.provenance import graph as lineage_graph
+
+RAW_URL = "https://example.org/data/raw.txt"
+START = "2024-05-01T10:00:00+00:00"
+
+
+def run_cli(*argv) -> int:
+    try:
+        return cli.main(list(argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+
+
+def step(rule, inputs, outputs, content=None, *, config=None, runtime=None, wildcards=None):
+    for out in outputs:
+        Path(out).write_text(content or f"{rule}:{out}:" + "".join(Path(i).read_text() for i in inputs))
+    provenance.record(rule, outputs, inputs, start=START, config=config, runtime=runtime, wildcards=wildcards,
+                      sources={"raw.txt": RAW_URL} if "raw.txt" in inputs else None)
+
+
+def make_chain(root: Path, *, max_lines=10, threads=1, drift=""):
+    root.mkdir(parents=True, exist_ok=True)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        Path("raw.txt").write_text("bonjour\nsalut\n")
+        step("learn", ["raw.txt"], ["model.bin"], runtime={"torch_threads": threads})
+        step("make_a", ["raw.txt"], ["a.txt"], f"a:{max_lines}", config={"max_lines": max_lines},
+             wildcards={"lang": "fra"})
+        step("make_b", ["a.txt", "model.bin"], ["b.txt"], f"b:{max_lines}:{drift}", runtime={"torch_threads": threads})
+        Path("table.csv").write_text("language,base,init\nfra,3.5,90.0\n")
+        step("table", ["b.txt", "model.bin"], ["table.md", "table.csv"], None)
+        Path("table.csv").write_text(f"language,base,init\nfra,3.5,90.0\n#{max_lines}{drift}\n")
+        provenance.record("table", ["table.md", "table.csv"], ["b.txt", "model.bin"], start=START)
+    finally:
+        os.chdir(cwd)
+    return root
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    monkeypatch.setattr(provenance, "CODE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_view_shows_each_job_once_after_a_summary(isolated, monkeypatch, capsys):
+    root = make_chain(isolated / "a")
+    monkeypatch.chdir(root)
+    graph = lineage_graph.build("table.md")
+    assert sorted(j.rule for j in graph.jobs.values()) == ["learn", "make_a", "make_b", "table"]
+    assert len(graph.files) == 6  # raw.txt, model.bin, a.txt, b.txt, table.md, table.csv: each once
+    assert [j.rule for j in graph.topological_jobs()][-1] == "table"
+    assert run_cli("lineage", "view", "table.md") == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "lineage of table.md: 4 jobs, 6 files, 1 raw inputs"
+    assert f"  {RAW_URL}  sha256=" in text and "  max_lines = 10" in text
+    assert "machines:" in text and "wall time per rule:" in text
+    assert sum(line.startswith("make_b") for line in text.splitlines()) == 1  # model.bin's job not repeated
+    assert run_cli("lineage", "view", "--json", "table.md") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {n["kind"] for n in data["nodes"]} == {"file", "job"} and len(data["nodes"]) == 10
+    assert {"from": "model.bin", "to": next(n["id"] for n in data["nodes"] if n.get("rule") == "table")} in data["edges"]
+    assert data["summary"]["raw_inputs"][0]["url"] == RAW_URL and data["summary"]["raw_inputs"][0]["bytes"] == 14
+
+
+def test_check_finds_a_file_rewritten_in_place_with_its_mtime_kept(isolated, monkeypatch, capsys):
+    root = make_chain(isolated / "a")
+    monkeypatch.chdir(root)
+    assert run_cli("lineage", "check", "table.md") == 0
+    assert "0 changed, 0 missing" in capsys.readouterr().out
+    st = os.stat("a.txt")
+    Path("a.txt").write_text("a:1")  # truncated in place, mtime restored: Snakemake sees nothing
+    os.utime("a.txt", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert run_cli("lineage", "check", "table.md") == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("changed: a.txt  recorded ")
+    assert "1 changed, 0 missing" in out
+    assert run_cli("lineage", "check", str(root)) == 1  # a directory: every file with a record under it
+    assert "changed: a.txt" in capsys.readouterr().out
+    os.remove("b.txt")
+    assert run_cli("lineage", "check", "table.md") == 1
+    assert "missing: b.txt" in capsys.readouterr().out
+
+
+def test_diff_names_the_first_divergent_job_and_why(isolated, capsys):
+    a = make_chain(isolated / "a")
+    same = make_chain(isolated / "same")
+    config = make_chain(isolated / "config", max_lines=20)
+    threads = make_chain(isolated / "threads", threads=2, drift="float")
+    assert run_cli("lineage", "diff", str(a / "table.md"), str(same / "table.md")) == 0
+    assert "nothing differs" in capsys.readouterr().out
+
+    result = lineage_graph.diff(a / "table.md", config / "table.md")
+    first = result["divergences"][0]
+    assert (first["rule"], list(first["settings"])) == ("make_a", ["config.max_lines"])
+    assert first["settings"]["config.max_lines"] == {"a": 10, "b": 20}
+    assert [d["rule"] for d in result["divergences"]] == ["make_a"]  # make_b and table only follow from it
+
+    result = lineage_graph.diff(a / "table.md", threads / "table.md")
+    # learn ran with 2 threads too, but made the same bytes: the first job whose bytes differ is make_b
+    assert [d["rule"] for d in result["divergences"]] == ["make_b"]
+    assert result["divergences"][0]["settings"] == {"runtime.torch_threads": {"a": 1, "b": 2}}
+    assert run_cli("lineage", "diff", str(a / "table.md"), str(threads / "table.md")) == 1
+    out = capsys.readouterr().out
+    assert "make_b" in out and "runtime.torch_threads: 1 vs 2" in out
+
+    drift = make_chain(isolated / "drift", drift="x")  # same inputs, same settings, different bytes
+    (d,) = lineage_graph.diff(a / "table.md", drift / "table.md")["divergences"]
+    assert d["rule"] == "make_b" and d["settings"] == {} and d["why"].startswith("same inputs, same settings")
+
+
+def test_cell_names_the_inputs_of_one_row_and_column(isolated, monkeypatch, capsys):
+    root = isolated / "cells"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    Path("raw").mkdir()
+    for lang in ("fra", "deu"):
+        Path(f"raw/{lang}.txt").write_text(lang)
+        for model in ("base", "small"):
+            Path(f"scores/{model}").mkdir(parents=True, exist_ok=True)
+            step("score", [f"raw/{lang}.txt"], [f"scores/{model}/{lang}.json"], f"{model}{lang}")
+    Path("table.csv").write_text("language,base,small\nfra,1.0,2.0\ndeu,3.0,4.0\n")
+    provenance.record("table", ["table.csv"], sorted(str(p) for p in Path("scores").rglob("*.json") if not p.name.endswith(".prov.json")),
+                      start=START)
+    assert run_cli("lineage", "cell", "--json", "table.csv", "deu", "small") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["value"] == "4.0" and result["table_inputs"] == ["scores/small/deu.json"]
+    assert result["raw_inputs"] == ["raw/deu.txt"]
+    with pytest.raises(SystemExit, match="has no row 'xxx' .*its rows: fra, deu"):
+        cli.main(["lineage", "cell", "table.csv", "xxx", "small"])
+    with pytest.raises(SystemExit, match="has no column 'large'"):
+        cli.main(["lineage", "cell", "table.csv", "fra", "large"])
+
+
+def test_render_dot_and_mermaid(isolated, monkeypatch, tmp_path):
+    root = make_chain(isolated / "a")
+    monkeypatch.chdir(root)
+    assert run_cli("lineage", "render", "table.md", "-o", str(tmp_path / "g.dot")) == 0
+    dot = (tmp_path / "g.dot").read_text()
+    assert dot.startswith("digraph lineage {") and '"make_a" -> "make_b";' in dot and '"table" -> "table.md";' in dot
+    assert run_cli("lineage", "render", "table.md", "-o", str(tmp_path / "g.mmd")) == 0
+    mmd = (tmp_path / "g.mmd").read_text()
+    assert mmd.startswith("flowchart TB") and "-->" in mmd
+    if shutil.which("dot"):
+        assert run_cli("lineage", "render", "table.md", "-o", str(tmp_path / "g.svg")) == 0
+        assert (tmp_path / "g.svg").read_text().lstrip().startswith("<?xml")
