@@ -402,7 +402,7 @@ def test_cli_fetch_404_is_an_error_unless_absent_pairs_allowed(server, tmp_path)
     url = f"{server.url}/files/en-kzj.txt.zip"
     dest = tmp_path / "en-kzj.txt.zip"
     with pytest.raises(DownloadError, match="404"):
-        cli.main(["fetch", "--url", url, "--dest", str(dest), "--retries", "0"])
+        cli.main(["--debug", "fetch", "--url", url, "--dest", str(dest), "--retries", "0"])
     assert not dest.exists()
     cli.main(["fetch", "--url", url, "--dest", str(dest), "--retries", "0", "--absent-ok"])
     with zipfile.ZipFile(dest) as zf:
@@ -420,7 +420,7 @@ def test_cli_fetch_file_missing_from_mirror_directory_counts_as_absent(tmp_path)
     dest = tmp_path / "res" / "en-kzj.txt.zip"
     argv = ["fetch", "--url", url, "--dest", str(dest), "--retries", "0", "--mirror", str(mirror), "--base-url", BASE]
     with pytest.raises(NotFoundError, match="does not exist"):
-        cli.main(argv)
+        cli.main(["--debug", *argv])
     assert not dest.exists()
     cli.main(argv + ["--absent-ok"])
     with zipfile.ZipFile(dest) as zf:
@@ -430,7 +430,7 @@ def test_cli_fetch_file_missing_from_mirror_directory_counts_as_absent(tmp_path)
     dest.unlink()
     bad = ["fetch", "--url", url, "--dest", str(dest), "--mirror", str(tmp_path / "nope"), "--base-url", BASE]
     with pytest.raises(DownloadError, match=r"mirror directory .*nope.* does not exist"):
-        cli.main(bad + ["--absent-ok"])
+        cli.main(["--debug", *bad, "--absent-ok"])
     assert not dest.exists()
 
 
@@ -593,7 +593,7 @@ def test_cli_fetch_all_pairs_absent_is_an_error_naming_the_url_pattern(server, t
     dest = tmp_path / "res" / "en-kzj.txt.zip"
 
     def fetch_kzj(mirror_url):
-        cli.main(["fetch", "--url", urls[0], "--dest", str(dest), "--retries", "0", "--absent-ok",
+        cli.main(["--debug", "fetch", "--url", urls[0], "--dest", str(dest), "--retries", "0", "--absent-ok",
                   "--base-url", BASE, "--mirror", mirror_url, *[a for u in urls for a in ("--pair-url", u)]])
 
     # the mirror URL is mistyped (or the version wrong): every pair 404s -> an error, no absent record

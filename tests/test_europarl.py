@@ -276,7 +276,7 @@ def test_cli_end_to_end(tmp_path, monkeypatch):
     assert json.loads(base.read_text())["results"] == data["results"]
 
     with pytest.raises(ValueError, match="smaller --n-keys"):
-        main(["europarl-retrieval", "--tfidf", str(out), "--src", "eng", "--tgt", "fra", "--src-file", str(en),
+        main(["--debug", "europarl-retrieval", "--tfidf", str(out), "--src", "eng", "--tgt", "fra", "--src-file", str(en),
               "--tgt-file", str(fr)])
     with pytest.raises(SystemExit, match="--encoder E --output OUT and/or --tfidf OUT"):
         main(["europarl-retrieval", "--src", "eng", "--tgt", "fra", "--src-file", str(en), "--tgt-file", str(fr)])

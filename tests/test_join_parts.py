@@ -131,5 +131,5 @@ def test_join_parts_cli_truncated(tmp_path):
     parts = _split(original, 3, tmp_path / "parts", drop_tail=500)
     dest = tmp_path / "out" / "corpus.tar.gz"
     with pytest.raises(CorruptDownloadError):
-        cli.main(["join-parts", "--parts", *map(str, parts), "--output", str(dest)])
+        cli.main(["--debug", "join-parts", "--parts", *map(str, parts), "--output", str(dest)])
     assert _leftovers(dest) == []

@@ -54,8 +54,7 @@ def test_record_written_after_the_subcommand_as_the_provenance_command(workdir):
 
 def test_no_record_when_the_subcommand_fails(workdir):
     Path("vocab").unlink()
-    with pytest.raises(OSError):
-        cli.main(["--provenance-json", spec(), "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"])
+    assert cli.main(["--provenance-json", spec(), "bpe-dict", "--vocab", "vocab", "--output", "dict.txt"]) == 1
     assert not Path("dict.txt.prov.json").exists()
     # a subcommand that exits with an error: no record either
     with pytest.raises(SystemExit):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import REPO, TOY_CONFIG, run_snakemake
+from conftest import REPO, TOY_CONFIG, VENV_BIN, run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -227,6 +227,9 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
         assert Path(must) in ours
     different = sorted(str(f) for f in ours if (workdir / f).read_bytes() != (local.workdir / f).read_bytes())
     assert different == []
+    same = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "diff", str(local.workdir / "results/tables/toy/table1.md"),
+                           str(workdir / "results/tables/toy/table1.md")], capture_output=True, text=True)
+    assert same.returncode == 0 and "nothing differs" in same.stdout, same.stdout + same.stderr
     # Table 1: the 4 Tatoeba languages with training data (por, without, is Table 9's)
     assert len([f for f in ours if f.match("results/toy/tatoeba/base/scores/*.json")]) == 4
 
@@ -259,6 +262,12 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     diff = max(float((ours[k] - theirs[k]).abs().max()) for k in theirs)
     print(f"srun 2 tasks vs local 1 process: max |weight diff| of the encoder = {diff:.2e}")
     assert 0 < diff <= 1e-4
+    # lineage diff (issue 40) names the job where the two encoders first differ, and why: the world size
+    why = subprocess.run([f"{VENV_BIN}/laser-repro", "lineage", "diff", "--json", str(local.workdir / encoder),
+                          str(workdir / encoder)], capture_output=True, text=True)
+    assert why.returncode == 1, why.stdout + why.stderr
+    first = json.loads(why.stdout)["divergences"][0]
+    assert first["rule"] == "laser_train" and first["settings"]["runtime.world_size"] == {"a": 1, "b": 2}, first
 
 
 def test_srun_workers_stop_before_the_time_limit_and_resume(slurm_cluster, tmp_path):

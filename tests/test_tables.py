@@ -195,5 +195,5 @@ def test_wmt_table_shows_tfidf_and_init_beside_ours_and_the_papers_average(tmp_p
     # baselines on other sentences are refused
     paths["init"].write_text(json.dumps(_wmt_scores({("eng", "deu"): 1, ("deu", "eng"): 1}, sentences=5)))
     with pytest.raises(ValueError, match="init baseline has 5 sentences, the model 4"):
-        cli.main(["eval-table", "wmt", "--run-name", "r", "--scores", str(paths["ours"]),
+        cli.main(["--debug", "eval-table", "wmt", "--run-name", "r", "--scores", str(paths["ours"]),
                   "--init-scores", str(paths["init"]), "--md", str(tmp_path / "t.md"), "--csv", str(tmp_path / "t.csv")])

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 
 from laser_repro import doctor, provenance
-from laser_repro.core.errors import UserError
+from laser_repro.core.errors import expected_error
 from laser_repro.core.textio import one_line
 from laser_repro.data import cli as data_cli, fetch, nway
 from laser_repro.core import download
@@ -27,8 +28,17 @@ from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, com
 from laser_repro.reporting import cli as reporting_cli, reproduces, task_compare
 
 
+#: Set (not "0"): as --debug, for every laser-repro command of a run (``LASER_REPRO_DEBUG=1 snakemake ...``).
+DEBUG_VARIABLE = "LASER_REPRO_DEBUG"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="laser-repro", description=__doc__)
+    p.add_argument("--debug", action="store_true", default=os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"),
+                   help="an error shows its Python traceback (without it the expected errors -- a bad or missing "
+                        "input file, a failed download, a config value -- are one line; a bug always shows its "
+                        f"traceback). Also {DEBUG_VARIABLE}=1 in the environment (e.g. for every job of a "
+                        "Snakemake run)")
     p.add_argument("--provenance-json", metavar="JSON",
                    help="once the subcommand succeeded, write the provenance record of its job (Snakemake rules): "
                         "JSON {rule, inputs, outputs, log, config, sources: [PATH=URL]}; see laser_repro.provenance")
@@ -59,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"provenance: {err}") from None
     try:
         args.func(args)
-    except UserError as err:  # the user's mistake, named by its message: no traceback (bugs keep theirs)
-        print(f"laser-repro {args.command}: error: {one_line(str(err))}", file=sys.stderr)
+    except Exception as err:  # an expected error is one line, naming its file and what to do; a bug keeps its traceback
+        message = None if args.debug else expected_error(err)
+        if message is None:
+            raise
+        print(f"laser-repro {args.command}: error: {one_line(message)}", file=sys.stderr)
         return 1
     if spec:  # only reached when the subcommand succeeded
         from laser_repro import provenance

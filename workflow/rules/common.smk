@@ -177,6 +177,9 @@ def nway_raw_inputs(w):
     if "corpus" in d["valid"]:
         files["valid_raw"] = local_corpus_file(d["valid"]["corpus"], w.lang)
         files["valid_moses"] = moses_file(d["valid"]["corpus"], w.lang, d["lowercase"])
+    else:  # held-out lines: every language's file is compared first, a short one named with every count
+        files["aligned"] = [local_corpus_file(c, other) for other in d["languages"] if other != w.lang
+                            for c in nway_corpora(d)]
     return files
 
 
@@ -185,7 +188,10 @@ def nway_valid_args(w, input):
     if "corpus" in d["valid"]:
         return f"--valid-raw {shlex.quote(input.valid_raw)} --valid-moses {shlex.quote(input.valid_moses)}"
     start, stop = d["valid"]["heldout_lines"]
-    return f"--heldout {int(start)} {int(stop)}"
+    aligned = "".join(f" --aligned-with {shlex.quote(other)} "
+                      + " ".join(shlex.quote(local_corpus_file(c, other)) for c in nway_corpora(d))
+                      for other in d["languages"] if other != w.lang)
+    return f"--heldout {int(start)} {int(stop)}{aligned}"
 
 
 def multienc_targets():

@@ -117,7 +117,9 @@ class ChecksumMismatchError(DownloadError):
         super().__init__(
             f"SHA-256 mismatch for {url}: expected {expected}, got {got} "
             f"({nbytes} bytes received). Not retried: the transfer was complete, so either "
-            f"the upstream file changed or the pinned checksum is wrong.{resumed}"
+            f"the upstream file changed or the pinned checksum is wrong: if the file it serves now is the right "
+            f"one, pin its checksum (--sha256, the config's sha256 of this file), else fix the URL or use a mirror "
+            f"that has the pinned file.{resumed}"
         )
 
 
@@ -231,6 +233,11 @@ def resolve_mirror(url: str, mirror: str | os.PathLike | None, base_url: str) ->
     return str(Path(mirror_s).expanduser().joinpath(*parts))
 
 
+#: Seconds between two states of the progress bar when stderr is not a terminal (a job's log), and before the
+#: first: a short download (or one that fails at once) leaves no bar in the log, only its outcome.
+LOG_PROGRESS_INTERVAL = 30.0
+
+
 def _progress_bar(total: int | None, desc: str, enabled: bool, initial: int = 0):
     if not enabled:
         return None
@@ -238,7 +245,9 @@ def _progress_bar(total: int | None, desc: str, enabled: bool, initial: int = 0)
         from tqdm import tqdm
     except ImportError:  # progress is cosmetic; never fail because of it
         return None
+    quiet = {} if sys.stderr.isatty() else {"delay": LOG_PROGRESS_INTERVAL, "mininterval": LOG_PROGRESS_INTERVAL}
     return tqdm(
+        **quiet,
         total=total,
         initial=initial,
         unit="B",
@@ -477,7 +486,8 @@ def _http_open(url: str, timeout: float, headers: dict | None = None):
                 f"{url}: HTTP 404 Not Found - the file does not exist on the server "
                 f"(check corpus name, version and language pair, or the mirror setting)"
             ) from e
-        raise DownloadError(f"{url}: HTTP {e.code} {e.reason}") from e
+        raise DownloadError(f"{url}: HTTP {e.code} {e.reason} - the server refuses the file: check the URL, or "
+                            f"use a mirror") from e
     except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
         reason = getattr(e, "reason", e)
         raise _Retryable(f"connection failed: {reason}") from e
@@ -676,7 +686,10 @@ def fetch_with_record(
                     resume = _leftover(part, url_s, size, need_validator=False)
                     if attempts > retries:
                         raise DownloadError(
-                            f"{url_s}: giving up after {attempts} attempt(s); last error: {e}"
+                            f"{url_s}: giving up after {attempts} attempt(s); last error: {e}. The server or the "
+                            f"network failed each time: rerun later, allow more attempts (fetch --retries, config "
+                            f"opus.retries / evaluation.retries) or use a mirror (config opus.mirror / "
+                            f"evaluation.mirror)"
                         ) from e
                     delay = min(backoff * (2 ** (attempts - 1)), MAX_BACKOFF)
                     log.warning("download of %s failed (attempt %d/%d): %s; retrying in %.1fs",
@@ -686,10 +699,17 @@ def fetch_with_record(
 
         if size is not None and nbytes != size:
             raise DownloadError(f"{url_s}: size mismatch: expected {size} bytes, got {nbytes}")
-        if want_sha is not None and digest != want_sha:
-            raise ChecksumMismatchError(url_s, want_sha, digest, nbytes, resumed_at)
         try:  # before the rename: a broken archive or an HTML page must not be cached (the next run would reuse it)
-            if verify_archive(part, verify_as or dest.name) is None:
+            # an HTML page (a login, error or moved page) is named as one, not only as a wrong checksum or archive
+            if want_sha is not None and digest != want_sha:
+                check_not_html(part, content_type, verify_as or dest.name)
+                raise ChecksumMismatchError(url_s, want_sha, digest, nbytes, resumed_at)
+            try:
+                kind = verify_archive(part, verify_as or dest.name)
+            except CorruptDownloadError:
+                check_not_html(part, content_type, verify_as or dest.name)
+                raise
+            if kind is None:
                 check_not_html(part, content_type, verify_as or dest.name)
         except CorruptDownloadError as e:
             raise CorruptDownloadError(

@@ -64,6 +64,7 @@ def cmd_fetch(a):
         url = urls[0]
         pair_urls = list(a.pair_url)
         if a.pair_urls_from:
+            from laser_repro.core.errors import UserError
             from laser_repro.provenance.spec_files import read_path_list
 
             try:

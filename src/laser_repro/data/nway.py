@@ -24,7 +24,7 @@ import logging
 from collections import Counter
 from itertools import zip_longest
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from laser_repro.core.textio import InputError, atomic_output, count_lines, iter_lines, write_json
 
@@ -38,24 +38,50 @@ def tok_files(data_dir, split: str, langs: Sequence[str]) -> dict[str, Path]:
     return {lang: Path(data_dir) / "tok" / f"{split}.{lang}" for lang in langs}
 
 
+def _paths(files) -> list[Path]:
+    """A file, or a list of files (a corpus in parts), as a list."""
+    return [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
+
+
+def line_counts_differ(files: Mapping[str, Sequence[Path]]) -> str | None:
+    """None when the N-way files of every language (lang -> its files, concatenated) have as many lines; else
+    the message naming every language's count, the odd ones first (``fra 399 lines (fra.txt), eng 400 lines
+    (eng.txt) ...``)."""
+    counts = {lang: sum(count_lines(p) for p in paths) for lang, paths in files.items()}
+    if len(set(counts.values())) <= 1:
+        return None
+    (usual, n), *others = Counter(counts.values()).most_common()
+    majority = n > others[0][1]  # most languages agree: the others' files are the odd ones
+    order = sorted(counts, key=lambda lang: majority and counts[lang] == usual)  # the odd ones first
+    listing = ", ".join(f"{lang} {counts[lang]} lines ({', '.join(map(str, files[lang]))})" for lang in order)
+    odd = [lang for lang in order if counts[lang] != usual]
+    todo = f"fix or replace the file of {', '.join(odd)}" if majority else "find the file that is wrong and fix it"
+    return f"the N-way files are not line-aligned (line i is sentence i in every language): {listing}; {todo}"
+
+
 def prepare_language(raw, moses, lang: str, *, out_dir, heldout: Sequence[int] | None = None, valid_raw=None,
-                     valid_moses=None) -> dict:
+                     valid_moses=None, aligned_with: Mapping[str, object] | None = None) -> dict:
     """Training and validation lines of one language: ``<out_dir>/tok/{train,valid}.<lang>`` (Moses)
     and ``<out_dir>/raw/valid.<lang>``. Validation: lines ``heldout`` [start, stop) of ``raw``, or all
     of ``valid_raw``; training: every other line of ``raw``. ``raw`` may be a list of files: their
     concatenation, in order (a pair's corpus in several parts, e.g. OpenSubtitles + Tanzil).
     ``moses`` / ``valid_moses``: the Moses-preprocessed lines of ``raw`` / ``valid_raw`` (same count,
-    ``laser-repro moses-lines``: the corpus's language is preprocessed once, for LASER's pairs too)."""
+    ``laser-repro moses-lines``: the corpus's language is preprocessed once, for LASER's pairs too).
+    ``aligned_with``: the other languages' files of the same corpus (language -> a file or its parts): their
+    line counts are compared with ``raw``'s first, and any difference fails naming every language's count."""
     if (heldout is None) == (valid_raw is None):
         raise ValueError("give either heldout lines or a validation file")
     if (valid_raw is None) != (valid_moses is None):
         raise InputError("a validation file goes with its Moses-preprocessed lines (--valid-raw, --valid-moses)")
     out_dir = Path(out_dir)
     start, stop = heldout if heldout is not None else (0, 0)
-    raws = [raw] if isinstance(raw, (str, Path)) else list(raw)
-    mosess = [moses] if isinstance(moses, (str, Path)) else list(moses)
+    raws, mosess = _paths(raw), _paths(moses)
     if len(raws) != len(mosess):
         raise InputError(f"{len(raws)} raw files but {len(mosess)} Moses files (--raw, --moses: one each)")
+    if aligned_with:
+        differ = line_counts_differ({lang: raws, **{other: _paths(f) for other, f in aligned_with.items()}})
+        if differ:
+            raise InputError(differ)
     counts = {"train": 0, "valid": 0}
     with contextlib.ExitStack() as stack:
         tok = {s: stack.enter_context(atomic_output(tok_files(out_dir, s, [lang])[lang])) for s in SPLITS}
@@ -82,12 +108,14 @@ def prepare_language(raw, moses, lang: str, *, out_dir, heldout: Sequence[int] |
             for line, tokens in lines(valid_raw, valid_moses, f"{lang} {Path(valid_raw).name}"):
                 put("valid", line, tokens)
         if heldout is not None and counts["valid"] != stop - start:
-            raise InputError(f"{raw}: {counts['train'] + counts['valid']} lines, so held-out lines "
-                             f"{start}-{stop - 1} are not all there")
+            raise InputError(f"{lang}: {', '.join(map(str, raws))}: {counts['train'] + counts['valid']} lines, so "
+                             f"held-out lines {start}-{stop - 1} are not all there: the held-out range (config "
+                             f"nway_data.*.valid.heldout_lines) is past the corpus's end, or this language's file is "
+                             f"shorter than the other languages' (compare their line counts)")
         for split, n in counts.items():
             if n == 0:
-                raise InputError(f"{raw}: no {split} line for {lang} (held out {start}-{stop - 1}"
-                                 f"{'' if valid_raw is None else f', validation file {valid_raw}'})")
+                raise InputError(f"{', '.join(map(str, raws))}: no {split} line for {lang} (held out "
+                                 f"{start}-{stop - 1}{'' if valid_raw is None else f', validation file {valid_raw}'})")
     return counts
 
 
@@ -162,8 +190,13 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
 
 
 def cmd_text(a) -> None:
+    aligned_with = {}
+    for lang, *files in a.aligned_with or []:
+        if not files or lang in aligned_with or lang == a.lang:
+            raise InputError(f"--aligned-with {lang}: give LANG FILE [FILE ...], once per other language")
+        aligned_with[lang] = files
     counts = prepare_language(a.raw, a.moses, a.lang, out_dir=a.out_dir, heldout=a.heldout, valid_raw=a.valid_raw,
-                              valid_moses=a.valid_moses)
+                              valid_moses=a.valid_moses, aligned_with=aligned_with)
     log.info("%s: %s", a.lang, json.dumps(counts))
 
 
@@ -185,6 +218,9 @@ def add_cli(sub) -> None:
                        help="validation = lines START..STOP-1 (0-based) of --raw")
     valid.add_argument("--valid-raw", help="validation = this file (e.g. the UN dev set)")
     s.add_argument("--valid-moses", help="with --valid-raw: its Moses-preprocessed lines (moses-lines)")
+    s.add_argument("--aligned-with", nargs="+", action="append", metavar=("LANG", "FILE"),
+                   help="another language's file(s) of the same N-way corpus (repeat per language): every "
+                        "language's line count is checked first, and a difference fails naming them all")
     s.set_defaults(func=cmd_text)
 
     s = sub.add_parser("nway-bpe", help="N-way data: length filter, joint BPE, vocabulary")
