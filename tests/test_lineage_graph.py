@@ -71,7 +71,8 @@ def test_view_shows_each_job_once_after_a_summary(isolated, monkeypatch, capsys)
     assert text.splitlines()[0] == "lineage of table.md: 4 jobs, 6 files, 1 raw inputs"
     assert f"  {RAW_URL}  sha256=" in text and "  max_lines = 10" in text
     assert "machines:" in text and "wall time per rule:" in text
-    assert sum(line.startswith("make_b") for line in text.splitlines()) == 1  # model.bin's job not repeated
+    assert sum(line.startswith("learn (1 job):") for line in text.splitlines()) == 1  # model.bin's job once
+    assert sum("  model.bin" in line for line in text.splitlines()) == 1
     assert run_cli("lineage", "view", "--json", "table.md") == 0
     data = json.loads(capsys.readouterr().out)
     assert {n["kind"] for n in data["nodes"]} == {"file", "job"} and len(data["nodes"]) == 10

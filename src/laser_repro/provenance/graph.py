@@ -275,24 +275,20 @@ def format_view(graph: Graph, info: dict | None = None) -> str:
               + f"; {m['jobs']} jobs" for m in info["machines"]]
     lines.append("wall time per rule: " + ", ".join(f"{w['rule']} {w['seconds']:.1f} s ({w['jobs']})"
                                                     for w in info["wall_time"]))
-    lines += ["", "jobs (each once; inputs made by another job are named by it):"]
+    lines += ["", "jobs, each once, by rule (raw data first): its outputs  <- the rules it read from"]
+    by_rule: dict[str, list] = {}
     for job in graph.topological_jobs():
-        made_by = defaultdict(list)
-        raw = []
-        for p in job.inputs:
-            up = graph.files[p].job
-            if up:
-                made_by[graph.jobs[up].label].append(p)
-            else:
-                raw.append(graph.files[p].path + (" [no record]" if graph.files[p].unrecorded else ""))
-        outs = [graph.files[p].path for p in job.outputs]
-        shown = ", ".join(outs[:3]) + (f" (+{len(outs) - 3})" if len(outs) > 3 else "")
-        lines.append(f"{job.label} -> {shown}")
-        if raw:
-            lines.append(f"    raw: {', '.join(raw[:4])}" + (f" (+{len(raw) - 4})" if len(raw) > 4 else ""))
-        if made_by:
-            lines.append("    from: " + ", ".join(f"{label}" + (f" ({len(ps)} files)" if len(ps) > 1 else "")
-                                                 for label, ps in sorted(made_by.items())))
+        by_rule.setdefault(job.rule, []).append(job)
+    for rule, jobs in by_rule.items():
+        lines.append(f"{rule} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}):")
+        for job in jobs:
+            wildcards = ", ".join(f"{k}={v}" for k, v in sorted((job.record.get("wildcards") or {}).items()))
+            outs = [graph.files[p].path for p in job.outputs]
+            shown = outs[0] + (f" (+{len(outs) - 1})" if len(outs) > 1 else "")
+            upstream = sorted({graph.jobs[graph.files[p].job].rule for p in job.inputs if graph.files[p].job})
+            raw = sum(1 for p in job.inputs if not graph.files[p].job)
+            sources = ", ".join(upstream + ([f"{raw} raw"] if raw else []))
+            lines.append(f"  {f'[{wildcards}] ' if wildcards else ''}{shown}" + (f"  <- {sources}" if sources else ""))
     return "\n".join(lines)
 
 

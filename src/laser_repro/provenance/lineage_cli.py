@@ -65,11 +65,35 @@ def _tokens(text: str) -> set[str]:
     return {t.lower() for t in _TOKEN.findall(text)}
 
 
-def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str) -> list[str]:
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _holds_value(path: str, value: str) -> bool:
+    """Whether a text input (a score JSON, a TSV) holds the cell's number, as the table rounded it: a number
+    within half its last digit, or that fraction x 100 (an error rate tabulated in %)."""
+    try:
+        target = float(value)
+        if os.path.getsize(path) > 5_000_000:
+            return False
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (ValueError, OSError, UnicodeDecodeError):
+        return False
+    decimals = len(value.split(".")[1]) if "." in value else 0
+    tolerance = 0.5 * 10 ** -decimals + 1e-9
+    for match in _NUMBER.findall(text):
+        x = float(match)
+        if abs(x - target) <= tolerance or abs(100 * x - target) <= tolerance:
+            return True
+    return False
+
+
+def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str, value: str | None = None) -> list[str]:
     """The table job's inputs that made one cell: those whose path names the row (a path component or name
     part equal to it, e.g. ``fra`` in ``scores/fra.json``), narrowed, where the row's inputs differ by a part of
-    the column's header (a model name, ``init``), to those naming it. Inputs named by no row (a TF-IDF file of
-    every language, a config) stay when no input names the row."""
+    the column's header (a model name, ``init``), to those naming it, and then to those that hold the cell's
+    number (``value``), where any does (a score file, not the training data counted in another column).
+    Inputs named by no row (a TF-IDF file of every language, a config) stay when no input names the row."""
     row_tokens = _tokens(row)
     named = [p for p in table_job_inputs if row_tokens and row_tokens <= _tokens(graph.files[p].key or p)]
     chosen = named or list(table_job_inputs)
@@ -79,6 +103,9 @@ def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str
     if discriminating:
         narrowed = [p for p in chosen if discriminating & path_tokens[p]]
         chosen = narrowed or chosen
+    if value not in (None, ""):
+        holding = [p for p in chosen if _holds_value(p, value)]
+        chosen = holding or chosen
     return chosen
 
 
@@ -100,7 +127,7 @@ def cmd_lineage_cell(a) -> None:
     value = match[0][header.index(a.column)]
     graph = _graph_of(str(table))
     job = graph.job_of(graph.root)
-    chosen = cell_inputs(graph, job.inputs, a.row, a.column)
+    chosen = cell_inputs(graph, job.inputs, a.row, a.column, value)
     files, jobs = set(), set()
     for p in chosen:
         f, j = graph.upstream(p)

@@ -108,9 +108,10 @@ rule nli_binarize:
     output:
         multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
                  ".hypothesis.idx", ".label.npy"),
-        # the BPE text between the two commands: declared (temp: Snakemake removes it after the job)
-        premise_bpe=temp("results/{run}/bin/nli/train.premise.bpe"),
-        hypothesis_bpe=temp("results/{run}/bin/nli/train.hypothesis.bpe"),
+        # the BPE text between the two commands: declared, and kept (a temp() output would leave its
+        # provenance record behind, which `lineage check` reports missing)
+        premise_bpe="results/{run}/bin/nli/train.premise.bpe",
+        hypothesis_bpe="results/{run}/bin/nli/train.hypothesis.bpe",
     log:
         "results/{run}/logs/binarize/nli.log",
     params:
