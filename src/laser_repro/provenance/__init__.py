@@ -51,6 +51,7 @@ from pathlib import Path
 from laser_repro.core.download import sha256_file
 from laser_repro.provenance._common import (FORMAT, IGNORED_IN_DIRS, SUFFIX, ProvenanceError, log, read_sidecar,
                                             rel_key, sidecar_path)
+from laser_repro.provenance.crate import cmd_lineage_crate
 from laser_repro.provenance.lineage import WORKFLOW_OUTPUT_DIRS, cmd_lineage, format_lineage, lineage_tree
 from laser_repro.provenance.lineage_cli import (cmd_lineage_cell, cmd_lineage_check, cmd_lineage_diff,
                                                 cmd_lineage_render, cmd_lineage_view)
@@ -94,8 +95,10 @@ def add_cli(sub) -> None:
     s.set_defaults(func=cmd_provenance)
 
     lineage = sub.add_parser("lineage", help="audit a result: its lineage graph (view), one table cell (cell), "
-                                             "re-hashed files (check), two runs compared (diff), the old tree (tree)")
-    verbs = lineage.add_subparsers(dest="lineage_verb", required=True, metavar="{view,cell,check,diff,render,tree}")
+                                             "re-hashed files (check), two runs compared (diff), a picture (render), "
+                                             "an RO-Crate (crate), the old tree (tree)")
+    verbs = lineage.add_subparsers(dest="lineage_verb", required=True,
+                                   metavar="{view,cell,check,diff,render,crate,tree}")
     s = verbs.add_parser("view", help="what made FILE: a summary (raw inputs, config values, code, libraries, "
                                       "models, machines, wall time), then each job once")
     s.add_argument("file")
@@ -123,6 +126,16 @@ def add_cli(sub) -> None:
     s.add_argument("--expand", nargs="*", default=[], metavar="RULE",
                    help="rules whose jobs are drawn one by one (default: one box per rule, with a count)")
     s.set_defaults(func=cmd_lineage_render)
+    s = verbs.add_parser("crate", help="FILE's lineage (or every record under DIR) as a Workflow Run RO-Crate "
+                                       "(Provenance Run Crate profile) in OUTDIR, for WorkflowHub / Zenodo")
+    s.add_argument("target", help="a file with a provenance record, or a directory of them (e.g. results/)")
+    s.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="a new or empty directory")
+    s.add_argument("--copy-data", action="store_true",
+                   help="copy every recorded file into the crate (default: the workflow and the result only; "
+                        "the other files are described by path, sha256 and size, raw data by URL)")
+    s.add_argument("--license", default="MIT", help="the crate's license: an SPDX id or a URL (default: MIT, "
+                                                    "the project's)")
+    s.set_defaults(func=cmd_lineage_crate)
     s = verbs.add_parser("tree", help="the lineage as an indented tree (a shared input repeated as 'see above'); "
                                       "exit 1 when a recorded file changed or a workflow output has no record")
     s.add_argument("file")
