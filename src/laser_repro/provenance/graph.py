@@ -243,6 +243,19 @@ def _model_summary(graph: Graph, job: JobNode, record_path: str) -> dict:
     return out
 
 
+#: rules with more jobs than this are one line of ``lineage view`` (the default run's table: ~800 jobs)
+JOBS_SHOWN = 4
+
+
+def _pattern(paths: list[str]) -> str:
+    """Many paths in a few words: their common directory, the count and the first and last names."""
+    directory = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0])
+    names = sorted(os.path.relpath(p, directory) if directory else p for p in paths)
+    shown = ", ".join(names[:2]) + (f", ..., {names[-1]}" if len(names) > 3 else
+                                    (f", {names[2]}" if len(names) == 3 else ""))
+    return f"{directory or '.'}/{{{len(paths)} files: {shown}}}"
+
+
 def _value(values: list) -> str:
     text = " | ".join(json.dumps(v, ensure_ascii=False) for v in values)
     return text if len(text) <= 100 else text[:97] + "..."
@@ -275,20 +288,34 @@ def format_view(graph: Graph, info: dict | None = None) -> str:
               + f"; {m['jobs']} jobs" for m in info["machines"]]
     lines.append("wall time per rule: " + ", ".join(f"{w['rule']} {w['seconds']:.1f} s ({w['jobs']})"
                                                     for w in info["wall_time"]))
-    lines += ["", "jobs, each once, by rule (raw data first): its outputs  <- the rules it read from"]
+    lines += ["", f"jobs by rule (raw data first): outputs  <- the rules they read from; a rule of more than "
+                  f"{JOBS_SHOWN} jobs in one line (--json lists every job and file)"]
     by_rule: dict[str, list] = {}
     for job in graph.topological_jobs():
         by_rule.setdefault(job.rule, []).append(job)
     for rule, jobs in by_rule.items():
-        lines.append(f"{rule} ({len(jobs)} job{'s' if len(jobs) > 1 else ''}):")
+        upstream = sorted({graph.jobs[graph.files[p].job].rule for j in jobs for p in j.inputs if graph.files[p].job})
+        raw = len({p for j in jobs for p in j.inputs if not graph.files[p].job})
+        sources = ", ".join(upstream + ([f"{raw} raw"] if raw else []))
+        arrow = f"  <- {sources}" if sources else ""
+        if len(jobs) > JOBS_SHOWN:
+            outs = [graph.files[p].path for j in jobs for p in j.outputs]
+            lines.append(f"{rule} ({len(jobs)} jobs): {_pattern(outs)}{arrow}")
+            continue
+        if len(jobs) == 1:
+            outs = [graph.files[p].path for p in jobs[0].outputs]
+            lines.append(f"{rule} (1 job): {outs[0]}" + (f" (+{len(outs) - 1})" if len(outs) > 1 else "") + arrow)
+            continue
+        lines.append(f"{rule} ({len(jobs)} jobs):")
         for job in jobs:
             wildcards = ", ".join(f"{k}={v}" for k, v in sorted((job.record.get("wildcards") or {}).items()))
             outs = [graph.files[p].path for p in job.outputs]
             shown = outs[0] + (f" (+{len(outs) - 1})" if len(outs) > 1 else "")
-            upstream = sorted({graph.jobs[graph.files[p].job].rule for p in job.inputs if graph.files[p].job})
-            raw = sum(1 for p in job.inputs if not graph.files[p].job)
-            sources = ", ".join(upstream + ([f"{raw} raw"] if raw else []))
-            lines.append(f"  {f'[{wildcards}] ' if wildcards else ''}{shown}" + (f"  <- {sources}" if sources else ""))
+            own = sorted({graph.jobs[graph.files[p].job].rule for p in job.inputs if graph.files[p].job})
+            own_raw = sum(1 for p in job.inputs if not graph.files[p].job)
+            own_sources = ", ".join(own + ([f"{own_raw} raw"] if own_raw else []))
+            lines.append(f"  {f'[{wildcards}] ' if wildcards else ''}{shown}"
+                         + (f"  <- {own_sources}" if own_sources else ""))
     return "\n".join(lines)
 
 
