@@ -1,4 +1,4 @@
-"""The lineage walk (``laser-repro lineage FILE``): the provenance sidecars followed back from a file to
+"""The lineage walk (``laser-repro lineage tree FILE``): the provenance sidecars followed back from a file to
 the raw downloads, checking each file's current sha256 against the recorded ones, and its rendering as
 an indented tree."""
 from __future__ import annotations
