@@ -102,27 +102,6 @@ def collect(target: str) -> tuple[Graph, list[str]]:
     return merged, results
 
 
-def topological(graph: Graph) -> list:
-    """Jobs with every job they read from first."""
-    order, done = [], set()
-    for start in sorted(graph.jobs):
-        stack = [(start, False)]
-        while stack:
-            jid, expanded = stack.pop()
-            if jid in done:
-                continue
-            if expanded:
-                done.add(jid)
-                order.append(graph.jobs[jid])
-                continue
-            stack.append((jid, True))
-            for p in sorted(graph.jobs[jid].inputs, reverse=True):
-                up = graph.files[p].job if p in graph.files else None
-                if up and up in graph.jobs and up not in done:
-                    stack.append((up, False))
-    return order
-
-
 # --------------------------------------------------------------------------- the workflow's source
 
 def _git(top: str, *args: str, **kw) -> subprocess.CompletedProcess:
@@ -268,7 +247,7 @@ def write_crate(target: str, outdir: str, *, copy_data: bool = False, license: s
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SystemExit(f"lineage crate: {out} exists and is not an empty directory")
     graph, results = collect(target)
-    jobs = topological(graph)
+    jobs = graph.topological_jobs()
     if not jobs:
         raise SystemExit(f"lineage crate: {target}: no jobs recorded")
     result_set = set(results)

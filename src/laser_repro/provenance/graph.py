@@ -91,13 +91,13 @@ class Graph:
                     continue
                 stack.append((jid, True))
                 for p in sorted(self.jobs[jid].inputs, reverse=True):
-                    up = self.files[p].job
-                    if up and up not in done:
+                    up = self.files[p].job if p in self.files else None
+                    if up and up in self.jobs and up not in done:
                         stack.append((up, False))
 
-        root_job = self.files[self.root].job
-        if root_job:
-            visit(root_job)
+        root = self.files.get(self.root)  # a directory's merged graph (lineage crate DIR) has no root file
+        if root is not None and root.job:
+            visit(root.job)
         for jid in sorted(self.jobs):
             visit(jid)
         return order
