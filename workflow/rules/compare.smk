@@ -72,7 +72,7 @@ rule compare_task:
         tfidf=lambda w: task_tfidf_files(w.task),
         # the records of the models the table shows (a model that embeds none of the task's languages is a
         # "skipped" row: its record is neither read nor waited for, as it may not be trained yet)
-        records=lambda w: [model_record_file(name) for name in task_tabulated_models(w.task)],
+        records=lambda w: [model_record_file(m["name"]) for m in task_models_spec(w.task) if m["scores"]],
     output:
         md="results/tables/{run}/compare_{task}.md",
         csv=report("results/tables/{run}/compare_{task}.csv", category="Model comparison", caption="../report/table.rst"),
@@ -85,7 +85,7 @@ rule compare_task:
         langs=lambda w: configured_task_languages(w.task),
         tfidf=lambda w: shlex.join(["--tfidf", *task_tfidf_files(w.task)]) if task_tfidf_files(w.task) else "",
         run=CFG["run_name"],
-        records=lambda w: model_records_arg(task_tabulated_models(w.task)),
+        records=lambda w: model_records_arg([m["name"] for m in task_models_spec(w.task) if m["scores"]]),
     conda:
         "../envs/laser.yaml"
     shell:

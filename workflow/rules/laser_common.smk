@@ -339,11 +339,6 @@ def task_models_spec(task):
     return out
 
 
-def task_tabulated_models(task):
-    """The compared models with scores in a task's table (the others are rows saying why they are skipped)."""
-    return [m["name"] for m in task_models_spec(task) if m["scores"]]
-
-
 def xnli_classify_inputs(w):
     langs = task_languages("xnli", w.variant)
     v = w.variant

@@ -2,8 +2,8 @@
 back from a file, each record read once, every file and job a node of its own.
 
 A job is what one record describes (every output of a job carries the same record in its sidecar); a file
-is a node with the job that made it (none for a raw file: a download, a file of the data root) and the
-jobs that read it. ``view`` prints a summary (raw inputs, config values, code, libraries, models,
+is a node with the job that made it (none for a raw file: a download, a file of the data root); the
+jobs that read it are the edges. ``view`` prints a summary (raw inputs, config values, code, libraries, models,
 machines, wall time per rule) and then each job once; ``check`` re-hashes the recorded files; ``diff``
 walks two results of the same target back to the first jobs where they diverge and says why.
 """
@@ -33,7 +33,6 @@ class FileNode:
     job: str | None = None         # the job that made it; None for a raw file (or one without a record)
     raw: bool = False
     unrecorded: bool = False       # a workflow output (under results/) without a record of its own
-    readers: list[str] = field(default_factory=list)
     key: str | None = None         # as recorded: relative to the workflow root (the same in two runs)
 
 
@@ -154,9 +153,6 @@ def build(path: Path | str) -> Graph:
             if p not in graph.files:
                 graph.files[p] = FileNode(_display(p), p, out_entry.get("sha256"), out_entry.get("size"),
                                           job=job_id, key=out_key)
-    for job in graph.jobs.values():
-        for p in job.inputs:
-            graph.files[p].readers.append(job.id)
     return graph
 
 
