@@ -25,7 +25,7 @@ PLUGIN = "laser_repro.models.laser.fairseq_plugin"
 CHECKPOINT_SAFETY = "laser_repro.models.checkpoint_safety"
 USER_ERRORS = "laser_repro.core.errors"
 #: the subpackages, low to high; the top-level modules (laser_repro.cli, laser_repro.doctor) rank above them all
-LAYERS = ("core", "provenance", "data", "models", "evaluation", "reporting", "config")
+LAYERS = ("core", "provenance", "data", "models", "evaluation", "reporting", "config", "workflow")
 
 
 def _modules() -> dict[str, Path]:

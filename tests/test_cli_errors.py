@@ -219,7 +219,7 @@ def test_a_failed_download_is_one_line_naming_the_url(server, tmp_path, case):
 
 
 def test_debug_from_the_environment_and_with_the_workflows_provenance_spec(server, tmp_path):
-    """Snakemake's command (laser_repro.workflow common.smk `logged`): `laser-repro --provenance-spec FILE CMD > log
+    """Snakemake's command (laser_repro.workflow.shell, `W.logged`): `laser-repro --provenance-spec FILE CMD > log
     2>&1`: the log gets the one line (a traceback with LASER_REPRO_DEBUG=1), and no provenance record is written;
     --debug goes with --provenance-spec, and the record is written when the command succeeds."""
     url, argv = _fetch_case(server, tmp_path, "404")

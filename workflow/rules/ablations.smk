@@ -2,9 +2,13 @@
 # (rule laser_train with {variant}), evaluated on every task like the base model; its scores are summed up in
 # results/{run}/metrics/{variant}.json and set side by side in Tables 5 (depth), 6 (NLI multitask) and
 # 7 (number of training languages), with a figure each. `snakemake variant_<name>` builds one variant.
+import shlex
+
+from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
+
 rule variant_metrics:
     input:
-        unpack(lambda w: variant_scores(w.variant)),
+        unpack(lambda w: W.variant_scores(w.variant)),
     output:
         "results/{run}/metrics/{variant}.json",
     log:
@@ -12,17 +16,17 @@ rule variant_metrics:
     params:
         files=lambda w, input: " ".join(f"--{task} {' '.join(map(shlex.quote, input[task]))}" for task in input.keys()),
         flores_languages=lambda w: shlex.join(["--flores-languages", *(
-            lang for lang in PLAN.flores_languages if lang in PLAN.trained_languages)]) if FLORES else "",
+            lang for lang in W.plan.flores_languages if lang in W.plan.trained_languages)]) if W.flores else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro variant-metrics --variant {wildcards.variant:q} {params.files} {params.flores_languages}"
+        W.logged("laser-repro variant-metrics --variant {wildcards.variant:q} {params.files} {params.flores_languages}"
                " --output {output:q}")
 
 
 rule metrics_summary:
     input:
-        [f"{METRICS}/{name}.json" for name in VARIANTS if buildable(name)],
+        [f"{W.metrics_dir}/{name}.json" for name in W.variants if W.buildable(name)],
     output:
         "results/{run}/metrics.json",
     log:
@@ -30,14 +34,14 @@ rule metrics_summary:
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro metrics-summary --metrics {input:q} --output {output:q}")
+        W.logged("laser-repro metrics-summary --metrics {input:q} --output {output:q}")
 
 
 rule ablation_table:
     input:
-        metrics=lambda w: [path for row in table_rows(int(w.n)) if row["metrics"] for path in
+        metrics=lambda w: [path for row in W.table_rows(int(w.n)) if row["metrics"] for path in
                            [row["metrics"], *(r["metrics"] for r in row.get(SEED_REPLICATES, []))]],
-        records=lambda w: [model_record_file(name) for name in table_models(int(w.n))],
+        records=lambda w: [W.model_record_file(name) for name in W.table_models(int(w.n))],
     output:
         md="results/tables/{run}/table{n}.md",
         csv=report("results/tables/{run}/table{n}.csv", category="Ablations", caption="../report/ablation.rst"),
@@ -45,32 +49,32 @@ rule ablation_table:
     log:
         "results/{run}/logs/table{n}.log",
     wildcard_constraints:
-        n="|".join(str(n) for n in TABLE_ABLATION) or "none",
+        n="|".join(str(n) for n in W.table_ablation) or "none",
     params:
-        rows=lambda w: shell_quote_json(table_rows(int(w.n))),
-        missing=shell_quote_json(missing_tasks()),
-        records=lambda w: model_records_arg(table_models(int(w.n))),
+        rows=lambda w: W.shell_quote_json(W.table_rows(int(w.n))),
+        missing=W.shell_quote_json(W.missing_tasks()),
+        records=lambda w: W.model_records_arg(W.table_models(int(w.n))),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
+        W.logged("laser-repro ablation-table --table {wildcards.n:q} --run-name {wildcards.run:q} --rows {params.rows}"
                " --missing-tasks {params.missing} --md {output.md:q} --csv {output.csv:q} --png {output.png:q}"
                " --model-records {params.records:q}")
 
 
 rule ablations:
     input:
-        expand("results/tables/{run}/table{n}.{ext}", run=CFG["run_name"], n=sorted(TABLE_ABLATION), ext=["md", "csv"]),
-        expand("results/figures/{run}/table{n}.png", run=CFG["run_name"], n=sorted(TABLE_ABLATION)),
+        expand("results/tables/{run}/table{n}.{ext}", run=W.cfg["run_name"], n=sorted(W.table_ablation), ext=["md", "csv"]),
+        expand("results/figures/{run}/table{n}.png", run=W.cfg["run_name"], n=sorted(W.table_ablation)),
 
 
 # One target per variant name (also those equal to the base model): its training, export, evaluation
 # and metrics, nothing of the other variants.
-for _name, _model in PLAN.variant_aliases.items():
-    if buildable(_model):
+for _name, _model in W.plan.variant_aliases.items():
+    if W.buildable(_model):
 
         rule:
             name:
                 f"variant_{_name}"
             input:
-                f"{METRICS}/{_model}.json",
+                f"{W.metrics_dir}/{_model}.json",

@@ -1,24 +1,29 @@
 # Stage 3: joint BPE as the paper (fastBPE semantics, laser_repro.data.bpe): word frequencies of ALL the
 # tokenized training text -> bpe.merges merge operations (codes) and the vocabulary of the BPE'd text
 # -> fairseq dictionary; the codes are applied to every pair.
+import shlex
+
+from laser_repro.data import bpe
+from laser_repro.provenance import spec_files
+
 
 
 rule bpe_count:
     input:
-        all_tok_shards(),
+        W.all_tok_shards(),
     output:
         "results/{run}/bpe/words",
     log:
         "results/{run}/logs/bpe/count.log",
     params:
         inputs=spec_files.path_list_param("bpe-count-inputs"),  # every tokenized shard: a file, not thousands of arguments
-    threads: lambda w: CFG["bpe"]["threads"]
+    threads: lambda w: W.cfg["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs-from {params.inputs:q}")
+        W.logged("laser-repro bpe-count --output {output:q} --threads {threads} --inputs-from {params.inputs:q}")
 
 
 rule bpe_learn:
@@ -32,7 +37,7 @@ rule bpe_learn:
     benchmark:
         "results/{run}/benchmarks/bpe_learn.tsv"
     params:
-        merges=lambda w: CFG["bpe"]["merges"],
+        merges=lambda w: W.cfg["bpe"]["merges"],
     resources:
         # from the word counts' size (laser_repro.data.bpe.learn_resources: ~0.35 GB and ~52 s per million
         # distinct words); in a dry run, before the counts exist, the paper's estimate
@@ -41,7 +46,7 @@ rule bpe_learn:
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-learn --words {input:q} --merges {params.merges:q}"
+        W.logged("laser-repro bpe-learn --words {input:q} --merges {params.merges:q}"
                " --codes {output.codes:q} --vocab {output.vocab:q}", keys=["bpe.merges"])
 
 
@@ -55,44 +60,44 @@ rule fairseq_dict:
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
+        W.logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
 
 
 rule pair_dedup:  # preprocess.dedup_pairs: the first copy of each pair of a direction (laser_repro.data.dedup)
     input:
-        src=lambda w: pair_tok_shards(w, w.src),
-        tgt=lambda w: pair_tok_shards(w, w.tgt),
+        src=lambda w: W.pair_tok_shards(w, w.src),
+        tgt=lambda w: W.pair_tok_shards(w, w.tgt),
     output:
         keep="results/{run}/bpe/keep/{src}-{tgt}.npy",
         stats="results/{run}/bpe/keep/{src}-{tgt}.json",
     log:
         "results/{run}/logs/bpe/keep/{src}-{tgt}.log",
     params:
-        block=lambda w: CFG["preprocess"]["block_lines"],
+        block=lambda w: W.cfg["preprocess"]["block_lines"],
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro pair-dedup --src-inputs {input.src:q} --tgt-inputs {input.tgt:q}"
+        W.logged("laser-repro pair-dedup --src-inputs {input.src:q} --tgt-inputs {input.tgt:q}"
                " --block-lines {params.block:q} --keep {output.keep:q} --stats {output.stats:q}",
                keys=["preprocess.block_lines"])
 
 
 rule bpe_apply:
     input:
-        unpack(bpe_apply_inputs),
+        unpack(W.bpe_apply_inputs),
     output:
         "results/{run}/bpe/train/{src}-{tgt}.{lang}",
     log:
         "results/{run}/logs/bpe/apply/{src}-{tgt}.{lang}.log",
     params:
-        block=lambda w: CFG["preprocess"]["block_lines"],
+        block=lambda w: W.cfg["preprocess"]["block_lines"],
         keep=lambda w, input: f"--keep {shlex.quote(input.keep)}" if "keep" in input.keys() else "",
-        dedup=lambda w: CFG["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
+        dedup=lambda w: W.cfg["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
     resources:
         mem_mb=1000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
+        W.logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
                " --block-lines {params.block:q} --inputs {input.shards:q} {params.keep}",
                keys=["preprocess.block_lines", "preprocess.dedup_pairs"])

@@ -1,5 +1,7 @@
 # Stage 1: corpora. Downloads (OPUS zips, the FLORES-200 tarball, WMT test sets, Tatoeba test files) and extraction
 # of one aligned bitext per (corpus, source, target), with the paper's caps and counted filters.
+import shlex
+
 
 
 rule download_opus:
@@ -8,22 +10,22 @@ rule download_opus:
     log:
         "resources/logs/opus/{opus_corpus}/{version}/{zipname}.log",
     params:
-        url=opus_url,
-        mirror=lambda w: f"--mirror {shlex.quote(CFG['opus']['mirror'])}" if CFG["opus"].get("mirror") else "",
-        sha=opus_sha256_arg,
-        base=CFG["opus"]["base_url"],
-        absent_ok=lambda w: f"--absent-ok {opus_pair_url_args(w)}"
-        if any(c.get("allow_absent_pairs") for c in PLAN.corpora.values() if c.get("corpus") == w.opus_corpus) else "",
-        retries=CFG["opus"]["retries"],
-        deadline=CFG["opus"]["deadline_s"],
-        sources=downloaded_from(opus_url),
+        url=W.opus_url,
+        mirror=lambda w: f"--mirror {shlex.quote(W.cfg['opus']['mirror'])}" if W.cfg["opus"].get("mirror") else "",
+        sha=W.opus_sha256_arg,
+        base=W.cfg["opus"]["base_url"],
+        absent_ok=lambda w: f"--absent-ok {W.opus_pair_url_args(w)}"
+        if any(c.get("allow_absent_pairs") for c in W.plan.corpora.values() if c.get("corpus") == w.opus_corpus) else "",
+        retries=W.cfg["opus"]["retries"],
+        deadline=W.cfg["opus"]["deadline_s"],
+        sources=W.downloaded_from(W.opus_url),
     retries: 1
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
+        W.logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha}"
                " --retries {params.retries:q} --deadline {params.deadline:q} --base-url {params.base:q}"
                " {params.mirror} {params.absent_ok}",
                keys=["opus"], sources=True)
@@ -35,21 +37,21 @@ rule download_archive:
     log:
         "resources/logs/{corpus}/archive.log",
     wildcard_constraints:
-        corpus=alternatives(SINGLE_ARCHIVES),
+        corpus=alternatives(W.single_archives),
     params:
-        urls=lambda w: fetch_urls(PLAN.archive_urls(w.corpus)),
-        kind=lambda w: PLAN.archive_kind_name(w.corpus),
-        sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
-        if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
-        retries=CFG["opus"]["retries"],
-        deadline=CFG["opus"]["deadline_s"],
-        sources=downloaded_from(lambda w: PLAN.corpora[w.corpus]["download"]["url"]),
+        urls=lambda w: W.fetch_urls(W.plan.archive_urls(w.corpus)),
+        kind=lambda w: W.plan.archive_kind_name(w.corpus),
+        sha=lambda w: f"--sha256 {shlex.quote(W.plan.corpora[w.corpus]['download']['sha256'])}"
+        if W.plan.corpora[w.corpus]["download"].get("sha256") else "",
+        retries=W.cfg["opus"]["retries"],
+        deadline=W.cfg["opus"]["deadline_s"],
+        sources=W.downloaded_from(lambda w: W.plan.corpora[w.corpus]["download"]["url"]),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch {params.urls} --dest {output:q} --verify-as {params.kind:q} {params.sha}"
+        W.logged("laser-repro fetch {params.urls} --dest {output:q} --verify-as {params.kind:q} {params.sha}"
                " --retries {params.retries:q} --deadline {params.deadline:q}", keys=["corpora"], sources=True)
 
 
@@ -59,37 +61,37 @@ rule download_archive_part:  # one part of an archive published in parts (the UN
     log:
         "resources/logs/{corpus}/archive.part{k}.log",
     wildcard_constraints:
-        corpus=alternatives(PARTED_ARCHIVES),
+        corpus=alternatives(W.parted_archives),
     params:
-        urls=lambda w: fetch_urls(PLAN.archive_urls(w.corpus, int(w.k))),
-        retries=CFG["opus"]["retries"],
-        deadline=CFG["opus"]["deadline_s"],
-        sources=downloaded_from(lambda w: PLAN.archive_parts(w.corpus)[int(w.k)]),
+        urls=lambda w: W.fetch_urls(W.plan.archive_urls(w.corpus, int(w.k))),
+        retries=W.cfg["opus"]["retries"],
+        deadline=W.cfg["opus"]["deadline_s"],
+        sources=W.downloaded_from(lambda w: W.plan.archive_parts(w.corpus)[int(w.k)]),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
+        W.logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
                " --deadline {params.deadline:q}", keys=["corpora"], sources=True)
 
 
 rule join_archive_parts:
     input:
-        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(PLAN.archive_parts(w.corpus)))],
+        lambda w: [f"resources/{w.corpus}/archive.part{k}" for k in range(len(W.plan.archive_parts(w.corpus)))],
     output:
         "resources/{corpus}/archive.tar.gz",
     log:
         "resources/logs/{corpus}/archive.log",
     wildcard_constraints:
-        corpus=alternatives(PARTED_ARCHIVES),
+        corpus=alternatives(W.parted_archives),
     params:
-        sha=lambda w: f"--sha256 {shlex.quote(PLAN.corpora[w.corpus]['download']['sha256'])}"
-        if PLAN.corpora[w.corpus]["download"].get("sha256") else "",
+        sha=lambda w: f"--sha256 {shlex.quote(W.plan.corpora[w.corpus]['download']['sha256'])}"
+        if W.plan.corpora[w.corpus]["download"].get("sha256") else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro join-parts --parts {input:q} --output {output:q} {params.sha}", keys=["corpora"])
+        W.logged("laser-repro join-parts --parts {input:q} --output {output:q} {params.sha}", keys=["corpora"])
 
 
 rule extract_archive_member:
@@ -100,14 +102,14 @@ rule extract_archive_member:
     log:
         "resources/logs/{corpus}/{code}.log",
     wildcard_constraints:
-        corpus=alternatives(ARCHIVE_CORPORA),
+        corpus=alternatives(W.archive_corpora),
         code="(?!archive\\.)[A-Za-z0-9][A-Za-z0-9._-]*",  # FLORES eng_Latn, UN en (not archive.*)
     params:
-        member=lambda w: PLAN.corpora[w.corpus]["download"]["member"].format(code=w.code),
+        member=lambda w: W.plan.corpora[w.corpus]["download"]["member"].format(code=w.code),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
+        W.logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}")
 
 
 rule download_sacrebleu:  # a WMT test set's archive (sacrebleu's URL), once for all corpora of the test set
@@ -116,44 +118,44 @@ rule download_sacrebleu:  # a WMT test set's archive (sacrebleu's URL), once for
     log:
         "resources/logs/sacrebleu/{tarball}.log",
     wildcard_constraints:
-        tarball=alternatives(PLAN.sacrebleu_archives),
+        tarball=alternatives(W.plan.sacrebleu_archives),
     params:
-        urls=lambda w: fetch_urls([PLAN.sacrebleu_archives[w.tarball]["url"],
-                                   *PLAN.sacrebleu_archives[w.tarball]["alternatives"]]),
-        retries=CFG["opus"]["retries"],
-        deadline=CFG["opus"]["deadline_s"],
-        sources=downloaded_from(lambda w: PLAN.sacrebleu_archives[w.tarball]["url"]),
+        urls=lambda w: W.fetch_urls([W.plan.sacrebleu_archives[w.tarball]["url"],
+                                   *W.plan.sacrebleu_archives[w.tarball]["alternatives"]]),
+        retries=W.cfg["opus"]["retries"],
+        deadline=W.cfg["opus"]["deadline_s"],
+        sources=W.downloaded_from(lambda w: W.plan.sacrebleu_archives[w.tarball]["url"]),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
+        W.logged("laser-repro fetch {params.urls} --dest {output:q} --retries {params.retries:q}"
                " --deadline {params.deadline:q}", keys=["corpora"], sources=True)
 
 
 # A sacrebleu corpus's text files, one job per corpus (its outputs are config: one rule each). sacrebleu
 # turns the SGML/XML into text offline; the md5 of the archive is sacrebleu's (checked there).
-for _corpus in PLAN.sacrebleu_corpora:
+for _corpus in W.plan.sacrebleu_corpora:
 
     rule:
         name:
             f"sacrebleu_corpus_{_corpus}"
         input:
-            [f"resources/sacrebleu/{t}" for t in PLAN.sacrebleu_tarballs(_corpus)],
+            [f"resources/sacrebleu/{t}" for t in W.plan.sacrebleu_tarballs(_corpus)],
         output:
-            files=[path for _, path in sacrebleu_conversion(_corpus)],
+            files=[path for _, path in W.sacrebleu_conversion(_corpus)],
             meta=f"resources/{_corpus}/sacrebleu.json",
         log:
             f"resources/logs/{_corpus}/sacrebleu.log",
         params:
-            test_set=PLAN.corpora[_corpus]["download"]["sacrebleu"]["test_set"],
+            test_set=W.plan.corpora[_corpus]["download"]["sacrebleu"]["test_set"],
             tarballs=lambda w, input: " ".join(f"--tarball {shlex.quote(t)}" for t in input),
-            files=" ".join(shlex.join([*arg, path]) for arg, path in sacrebleu_conversion(_corpus)),
+            files=" ".join(shlex.join([*arg, path]) for arg, path in W.sacrebleu_conversion(_corpus)),
         conda:
             "../envs/laser.yaml"
         shell:
-            logged("laser-repro sacrebleu-corpus --test-set {params.test_set:q} {params.tarballs} {params.files}"
+            W.logged("laser-repro sacrebleu-corpus --test-set {params.test_set:q} {params.tarballs} {params.files}"
                    " --meta {output.meta:q}", keys=["corpora"])
 
 
@@ -163,22 +165,22 @@ rule download_tatoeba_test:
     log:
         "resources/logs/tatoeba-v1/{lang}-eng.{side}.log",
     params:
-        url=lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side),
-        retries=CFG["opus"]["retries"],
-        deadline=CFG["opus"]["deadline_s"],
-        sources=downloaded_from(lambda w: CFG["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side)),
+        url=lambda w: W.cfg["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side),
+        retries=W.cfg["opus"]["retries"],
+        deadline=W.cfg["opus"]["deadline_s"],
+        sources=W.downloaded_from(lambda w: W.cfg["evaluation"]["tatoeba"]["url"].format(lang=w.lang, side=w.side)),
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}"
+        W.logged("laser-repro fetch --url {params.url:q} --dest {output:q} --retries {params.retries:q}"
                " --deadline {params.deadline:q}", keys=["evaluation.tatoeba.url"], sources=True)
 
 
 rule extract_bitext:
     input:
-        unpack(extract_inputs),
+        unpack(W.extract_inputs),
     output:
         src="results/{run}/corpora/{corpus}/{src}-{tgt}.{src}",
         tgt="results/{run}/corpora/{corpus}/{src}-{tgt}.{tgt}",
@@ -186,16 +188,16 @@ rule extract_bitext:
     log:
         "results/{run}/logs/corpora/{corpus}/{src}-{tgt}.log",
     wildcard_constraints:
-        corpus=alternatives(PAIR_CORPORA),
+        corpus=alternatives(W.pair_corpus_names),
     params:
-        args=extract_args,
-        sources=raw_sources,
+        args=W.extract_args,
+        sources=W.raw_sources,
     resources:
         mem_mb=1000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro extract {params.args}"
+        W.logged("laser-repro extract {params.args}"
                " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",
                keys=["corpora", "filters"], sources=True)
 
@@ -210,7 +212,7 @@ use rule extract_bitext as extract_nway_bitext with:
         tok_src="results/{run}/tok/{corpus}/{src}-{tgt}.{src}.000-of-001",
         tok_tgt="results/{run}/tok/{corpus}/{src}-{tgt}.{tgt}.000-of-001",
     wildcard_constraints:
-        corpus=alternatives(NWAY_CORPORA),
+        corpus=alternatives(W.nway_corpus_names),
 
 
 localrules: download_opus, download_archive, download_archive_part, join_archive_parts, download_sacrebleu, download_tatoeba_test, extract_archive_member

@@ -2,6 +2,11 @@
 # WMT similarity. Each task: raw data -> plain text -> Moses + BPE + embeddings (rule eval_embed) ->
 # task scores (JSON) -> table. A task whose data is absent still gets its table, with the rows marked
 # missing and the way to obtain the data.
+import os
+import shlex
+
+from laser_repro.evaluation import bucc
+
 
 
 # ---- shared: text -> Moses + BPE -> embeddings ---------------------------------------------------------
@@ -9,7 +14,7 @@ rule eval_embed:
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         codes="results/{run}/bpe/codes",
-        encoder=encoder,
+        encoder=W.encoder_file,
     output:
         emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
     log:
@@ -18,13 +23,13 @@ rule eval_embed:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
     params:
-        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
-        max_tokens=lambda w: CFG["embed"]["max_tokens"],
-    threads: lambda w: CFG["embed"]["threads"]
+        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
+        max_tokens=lambda w: W.cfg["embed"]["max_tokens"],
+    threads: lambda w: W.cfg["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro embed --encoder {input.encoder:q} --codes {input.codes:q} {params.lowercase}"
+        W.logged("laser-repro embed --encoder {input.encoder:q} --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q}"
                " --max-tokens {params.max_tokens:q} --threads {threads}",
                keys=["preprocess.lowercase", "embed.max_tokens"])
@@ -39,17 +44,17 @@ rule download_eval:
         host="[A-Za-z0-9.-]+",
         path=".+",
     params:
-        url=lambda w, output: EVAL_DOWNLOADS[output[0]][0],
-        sha=lambda w, output: f"--sha256 {shlex.quote(EVAL_DOWNLOADS[output[0]][1])}" if EVAL_DOWNLOADS[output[0]][1] else "",
-        mirror=lambda w, output: eval_mirror_args(EVAL_DOWNLOADS[output[0]][0]),
-        retries=EVAL["retries"],
-        deadline=EVAL["deadline_s"],
+        url=lambda w, output: W.eval_downloads[output[0]][0],
+        sha=lambda w, output: f"--sha256 {shlex.quote(W.eval_downloads[output[0]][1])}" if W.eval_downloads[output[0]][1] else "",
+        mirror=lambda w, output: W.eval_mirror_args(W.eval_downloads[output[0]][0]),
+        retries=W.evaluation["retries"],
+        deadline=W.evaluation["deadline_s"],
     resources:
         downloads=1,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
+        W.logged("laser-repro fetch --url {params.url:q} --dest {output:q} {params.sha} --retries {params.retries:q}"
                " --deadline {params.deadline:q} {params.mirror}")
 
 
@@ -57,7 +62,7 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         codes="results/{run}/bpe/codes",
-        encoder=init_encoder,
+        encoder=W.init_encoder_file,
     output:
         emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
     log:
@@ -68,7 +73,7 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
 # BPE codes; LaBSE, Bi-Sent2Vec: the vocabulary in the encoder file), lowercased as its data is.
 rule model_eval_embed:
     input:
-        unpack(lambda w: model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.variant)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
     output:
@@ -78,15 +83,15 @@ rule model_eval_embed:
     wildcard_constraints:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
-        variant=alternatives(FAMILY_MODELS),
+        variant=alternatives(W.family_models),
     params:
-        codes=lambda w, input: model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
-    threads: eval_threads
+        codes=lambda w, input: W.model_codes_arg(w.variant, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
+    threads: W.eval_threads
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
+        W.logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q} --threads {threads}")
 
 
@@ -94,7 +99,7 @@ rule model_eval_embed:
 # hypotheses, a BUCC split's two sides (the other texts: eval_embed, model_eval_embed, one by one).
 rule eval_embed_nli:
     input:
-        unpack(lambda w: model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.variant)),
         first="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
         second="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
@@ -105,17 +110,17 @@ rule eval_embed_nli:
         "results/{run}/logs/{variant}/eval/xnli/embed/{split}.{lang}.log",
     wildcard_constraints:
         split="train|dev|test",
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     params:
         langs=lambda w: [w.lang, w.lang],
-        codes=lambda w, input: model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
-        max_tokens=lambda w: eval_max_tokens_arg(w.variant),
-    threads: eval_threads
+        codes=lambda w, input: W.model_codes_arg(w.variant, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
+        max_tokens=lambda w: W.eval_max_tokens_arg(w.variant),
+    threads: W.eval_threads
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
+        W.logged("laser-repro embed --encoder {input.encoder:q} --raw {params.codes} {params.lowercase}"
                " --lang {params.langs[0]:q} --input {input.first:q} --output {output.first:q}"
                " --lang {params.langs[1]:q} --input {input.second:q} --output {output.second:q}"
                " {params.max_tokens} --threads {threads}")
@@ -123,7 +128,7 @@ rule eval_embed_nli:
 
 use rule eval_embed_nli as eval_embed_bucc with:
     input:
-        unpack(lambda w: model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.variant)),
         first="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
         second="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
         encoder="results/{run}/models/{variant}/encoder.pt",
@@ -135,12 +140,12 @@ use rule eval_embed_nli as eval_embed_bucc with:
     wildcard_constraints:
         xx="[a-z]{3}",
         split="training|test",
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     params:
         langs=lambda w: [w.xx, "eng"],
-        codes=lambda w, input: model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if eval_lowercase(w.variant) else "--keep-case",
-        max_tokens=lambda w: eval_max_tokens_arg(w.variant),
+        codes=lambda w, input: W.model_codes_arg(w.variant, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
+        max_tokens=lambda w: W.eval_max_tokens_arg(w.variant),
 
 
 ruleorder: eval_embed_nli > eval_embed_bucc > eval_embed
@@ -149,7 +154,7 @@ ruleorder: eval_embed_nli > eval_embed_bucc > model_eval_embed
 
 use rule model_eval_embed as model_eval_embed_init with:
     input:
-        unpack(lambda w: model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.variant)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
         encoder="results/{run}/models/{variant}/encoder_init.pt",
     output:
@@ -164,7 +169,7 @@ localrules: download_eval
 # ---- BUCC 2018 (Table 4) ---------------------------------------------------------------------------------
 rule bucc_sentences:
     input:
-        lambda w: bucc_archive(w.xx, w.split),
+        lambda w: W.bucc_archive(w.xx, w.split),
     output:
         text="results/{run}/eval/bucc/text/{xx}-{split}-{side}.{side}.txt",
         ids="results/{run}/eval/bucc/ids/{xx}-{split}-{side}.tsv",
@@ -174,36 +179,36 @@ rule bucc_sentences:
         xx="[a-z]{3}",
         split="training|test",
     params:
-        sources=raw_sources,
+        sources=W.raw_sources,
         member=lambda w: bucc.member_name(w.xx, w.split, w.side),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-sentences --archive {input:q} --member {params.member:q}"
+        W.logged("laser-repro bucc-sentences --archive {input:q} --member {params.member:q}"
                " --sentences {output.text:q} --ids {output.ids:q}", sources=True)
 
 
 rule bucc_gold:
     input:
-        lambda w: bucc_archive(w.xx, "training"),
+        lambda w: W.bucc_archive(w.xx, "training"),
     output:
         "results/{run}/eval/bucc/gold/{xx}-training.gold",
     log:
         "results/{run}/logs/eval/bucc/gold/{xx}.log",
     params:
-        sources=raw_sources,
+        sources=W.raw_sources,
         member=lambda w: bucc.member_name(w.xx, "training", "gold"),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}",
+        W.logged("laser-repro extract-member --archive {input:q} --member {params.member:q} --output {output:q}",
                sources=True)
 
 
 rule bucc_mine:
     input:
-        src=lambda w: emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx, w.variant),
-        trg=lambda w: emb("bucc", f"{w.xx}-{w.split}-eng", "eng", w.variant),
+        src=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx, w.variant),
+        trg=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-eng", "eng", w.variant),
     output:
         "results/{run}/eval/bucc/{variant}/candidates/{xx}-{split}.tsv",
     log:
@@ -212,20 +217,20 @@ rule bucc_mine:
         "results/{run}/benchmarks/{variant}/bucc_mine/{xx}-{split}.tsv"
     wildcard_constraints:
         split="training|test",
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     params:
-        cfg=lambda w: shlex.join(str(x) for x in ("--k", EVAL["bucc"]["k"], "--margin", EVAL["bucc"]["margin"],
-                                                  "--mode", EVAL["bucc"]["mode"],
-                                                  "--shard-rows", EVAL["bucc"]["shard_rows"],
-                                                  "--knn-device", EVAL["knn_device"])),
-    threads: eval_threads
+        cfg=lambda w: shlex.join(str(x) for x in ("--k", W.evaluation["bucc"]["k"], "--margin", W.evaluation["bucc"]["margin"],
+                                                  "--mode", W.evaluation["bucc"]["mode"],
+                                                  "--shard-rows", W.evaluation["bucc"]["shard_rows"],
+                                                  "--knn-device", W.evaluation["knn_device"])),
+    threads: W.eval_threads
     resources:
         mem_mb=8000,
-        gpu=1 if EVAL.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
+        gpu=1 if W.evaluation.get("knn_device") == "gpu" else 0,  # auto: a GPU where the node has one
     conda:
-        conda_env(1 if EVAL.get("knn_device") == "gpu" else 0, "evaluation.knn_device")
+        W.conda_env(1 if W.evaluation.get("knn_device") == "gpu" else 0, "evaluation.knn_device")
     shell:
-        logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
+        W.logged("laser-repro bucc-mine --src-emb {input.src:q} --trg-emb {input.trg:q} {params.cfg}"
                " --threads {threads} --candidates {output:q}", keys=["evaluation.bucc", "evaluation.knn_device"])
 
 
@@ -240,11 +245,11 @@ rule bucc_evaluate:
     log:
         "results/{run}/logs/{variant}/eval/bucc/evaluate/{xx}.log",
     wildcard_constraints:
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-evaluate --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
+        W.logged("laser-repro bucc-evaluate --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
                " --trg-ids {input.trg_ids:q} --gold {input.gold:q} --lang {wildcards.xx:q} --scores {output:q}")
 
 
@@ -259,135 +264,135 @@ rule bucc_extract:
     log:
         "results/{run}/logs/{variant}/eval/bucc/extract/{xx}.log",
     wildcard_constraints:
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro bucc-extract --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
+        W.logged("laser-repro bucc-extract --candidates {input.candidates:q} --src-ids {input.src_ids:q}"
                " --trg-ids {input.trg_ids:q} --threshold-from {input.train:q} --pairs {output:q}")
 
 
 rule table4:
     input:
-        scores=expand(f"{RUN}/eval/bucc/{LASER_NAME}/scores/{{xx}}.json", xx=EVAL.get("bucc", {}).get("languages", []))
-        if task_ready("bucc") else [],
-        pairs=expand(f"{RUN}/eval/bucc/{LASER_NAME}/test_pairs/{{xx}}-en.tsv", xx=EVAL.get("bucc", {}).get("languages", []))
-        if task_ready("bucc") else [],
+        scores=expand(f"{W.run}/eval/bucc/{W.laser_name}/scores/{{xx}}.json", xx=W.evaluation.get("bucc", {}).get("languages", []))
+        if W.task_ready("bucc") else [],
+        pairs=expand(f"{W.run}/eval/bucc/{W.laser_name}/test_pairs/{{xx}}-en.tsv", xx=W.evaluation.get("bucc", {}).get("languages", []))
+        if W.task_ready("bucc") else [],
     output:
         md="results/tables/{run}/table4.md",
         csv=report("results/tables/{run}/table4.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table4.log",
     params:
-        missing=lambda w: missing_arg("bucc"),
-        langs=list(EVAL.get("bucc", {}).get("languages", list(bucc.LANGUAGES))),
+        missing=lambda w: W.missing_arg("bucc"),
+        langs=list(W.evaluation.get("bucc", {}).get("languages", list(bucc.LANGUAGES))),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table bucc --run-name {wildcards.run:q} --languages {params.langs:q}"
+        W.logged("laser-repro eval-table bucc --run-name {wildcards.run:q} --languages {params.langs:q}"
                " --scores {input.scores:q} --pairs {input.pairs:q} {params.missing} --md {output.md:q}"
                " --csv {output.csv:q}")
 
 
 # ---- WMT news test set: similarity error over all ordered language pairs -----------------------------------
-if "wmt" in EVAL:
-    WMT_SET = EVAL["wmt"]["test_set"]
+if "wmt" in W.evaluation:
+    WMT_SET = W.evaluation["wmt"]["test_set"]
 
     # data_root set: the N-way plain-text files under it; else sacrebleu's archive, downloaded (md5-checked)
     rule wmt_texts:
         input:
-            unpack(lambda w: wmt_sources()),
+            unpack(lambda w: W.wmt_sources()),
         output:
-            texts=[f"{RUN}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in wmt_languages()],
-            meta=f"{RUN}/eval/wmt/text/meta.json",
+            texts=[f"{W.run}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in W.wmt_languages()],
+            meta=f"{W.run}/eval/wmt/text/meta.json",
         log:
-            f"{RUN}/logs/eval/wmt/texts.log",
+            f"{W.run}/logs/eval/wmt/texts.log",
         params:
-            sources=raw_sources,
-            source=lambda w, input: wmt_source_args(input),
-            langs=list(EVAL["wmt"]["languages"]),
+            sources=W.raw_sources,
+            source=lambda w, input: W.wmt_source_args(input),
+            langs=list(W.evaluation["wmt"]["languages"]),
             out_dir=lambda w, output: os.path.dirname(output.meta),
             test_set=WMT_SET,
             prefix=f"{WMT_SET}.",
         conda:
             "../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-texts {params.source} --test-set {params.test_set:q}"
+            W.logged("laser-repro wmt-texts {params.source} --test-set {params.test_set:q}"
                    " --langs {params.langs:q} --out-dir {params.out_dir:q} --prefix {params.prefix:q}", sources=True)
 
     rule wmt_similarity:
         input:
-            emb=lambda w: [emb("wmt", WMT_SET, lang, w.variant) for lang in task_languages("wmt", w.variant)],
-            meta=f"{RUN}/eval/wmt/text/meta.json",
+            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.variant) for lang in W.task_languages("wmt", w.variant)],
+            meta=f"{W.run}/eval/wmt/text/meta.json",
         output:
-            f"{RUN}/eval/wmt/{{variant}}/scores.json",
+            f"{W.run}/eval/wmt/{{variant}}/scores.json",
         log:
-            f"{RUN}/logs/{{variant}}/eval/wmt/similarity.log",
+            f"{W.run}/logs/{{variant}}/eval/wmt/similarity.log",
         wildcard_constraints:
-            variant=alternatives(EVAL_MODELS),
+            variant=alternatives(W.eval_models),
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant)])
-                                   for lang in task_languages("wmt", w.variant)),
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.variant)])
+                                   for lang in W.task_languages("wmt", w.variant)),
         conda:
             "../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-similarity {params.emb} --meta {input.meta:q} --scores {output:q}")
+            W.logged("laser-repro wmt-similarity {params.emb} --meta {input.meta:q} --scores {output:q}")
 
     use rule wmt_similarity as wmt_similarity_init with:
         input:
-            emb=lambda w: [emb("wmt", WMT_SET, lang, w.variant, init=True) for lang in task_languages("wmt", w.variant)],
-            meta=f"{RUN}/eval/wmt/text/meta.json",
+            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.variant, init=True) for lang in W.task_languages("wmt", w.variant)],
+            meta=f"{W.run}/eval/wmt/text/meta.json",
         output:
-            f"{RUN}/eval/wmt/{{variant}}/init_scores.json",
+            f"{W.run}/eval/wmt/{{variant}}/init_scores.json",
         log:
-            f"{RUN}/logs/{{variant}}/eval/wmt/similarity_init.log",
+            f"{W.run}/logs/{{variant}}/eval/wmt/similarity_init.log",
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, emb("wmt", WMT_SET, lang, w.variant, init=True)])
-                                   for lang in task_languages("wmt", w.variant)),
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.variant, init=True)])
+                                   for lang in W.task_languages("wmt", w.variant)),
 
     rule wmt_tfidf:  # the non-learned baseline on the same sentences
         input:
-            texts=[f"{RUN}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in wmt_languages()],
-            meta=f"{RUN}/eval/wmt/text/meta.json",
+            texts=[f"{W.run}/eval/wmt/text/{WMT_SET}.{lang}.txt" for lang in W.wmt_languages()],
+            meta=f"{W.run}/eval/wmt/text/meta.json",
         output:
-            f"{RUN}/eval/wmt/tfidf_scores.json",
+            f"{W.run}/eval/wmt/tfidf_scores.json",
         log:
-            f"{RUN}/logs/eval/wmt/tfidf.log",
+            f"{W.run}/logs/eval/wmt/tfidf.log",
         params:
-            texts=lambda w, input: shlex.join([x for lang, text in zip(wmt_languages(), input.texts)
+            texts=lambda w, input: shlex.join([x for lang, text in zip(W.wmt_languages(), input.texts)
                                                for x in ("--text", lang, text)]),
         conda:
             "../envs/laser.yaml"
         shell:
-            logged("laser-repro wmt-similarity {params.texts} --meta {input.meta:q} --scores {output:q}")
+            W.logged("laser-repro wmt-similarity {params.texts} --meta {input.meta:q} --scores {output:q}")
 
 
 # ours (base model) beside the encoder at update 0 and TF-IDF, on the same sentences
 rule table_wmt:
     input:
-        **({"scores": f"{RUN}/eval/wmt/{LASER_NAME}/scores.json", "init": f"{RUN}/eval/wmt/{LASER_NAME}/init_scores.json",
-            "tfidf": f"{RUN}/eval/wmt/tfidf_scores.json"} if task_ready("wmt") else {}),
+        **({"scores": f"{W.run}/eval/wmt/{W.laser_name}/scores.json", "init": f"{W.run}/eval/wmt/{W.laser_name}/init_scores.json",
+            "tfidf": f"{W.run}/eval/wmt/tfidf_scores.json"} if W.task_ready("wmt") else {}),
     output:
         md="results/tables/{run}/wmt.md",
         csv=report("results/tables/{run}/wmt.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table_wmt.log",
     params:
-        missing=lambda w: missing_arg("wmt"),
-        langs=list(EVAL.get("wmt", {}).get("languages", [])),
+        missing=lambda w: W.missing_arg("wmt"),
+        langs=list(W.evaluation.get("wmt", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", input.scores, "--init-scores", input.init,
                                             "--tfidf-scores", input.tfidf]) if input else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table wmt --run-name {wildcards.run:q} --languages {params.langs:q}"
+        W.logged("laser-repro eval-table wmt --run-name {wildcards.run:q} --languages {params.langs:q}"
                " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")
 
 
 # ---- XNLI (Tables 2 and 8) -------------------------------------------------------------------------------
 rule xnli_texts:
     input:
-        lambda w: xnli_zip(),
+        lambda w: W.xnli_zip(),
     output:
         premises="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
         hypotheses="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
@@ -397,18 +402,18 @@ rule xnli_texts:
     wildcard_constraints:
         split="dev|test",
     params:
-        sources=raw_sources,
+        sources=W.raw_sources,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro xnli-texts --zip {input:q} --split {wildcards.split:q} --lang {wildcards.lang:q}"
+        W.logged("laser-repro xnli-texts --zip {input:q} --split {wildcards.split:q} --lang {wildcards.lang:q}"
                " --premises {output.premises:q} --hypotheses {output.hypotheses:q} --labels {output.labels:q}",
                sources=True)
 
 
 rule multinli_texts:
     input:
-        lambda w: multinli_zip(),
+        lambda w: W.multinli_zip(),
     output:
         premises="results/{run}/eval/xnli/text/train-p.eng.txt",
         hypotheses="results/{run}/eval/xnli/text/train-h.eng.txt",
@@ -417,19 +422,19 @@ rule multinli_texts:
     log:
         "results/{run}/logs/eval/xnli/multinli.log",
     params:
-        sources=raw_sources,
-        cap=lambda w: shlex.join(["--max-pairs", str(EVAL["xnli"]["train_max_pairs"]), "--seed", str(CFG["train"]["seed"])])
-        if EVAL["xnli"].get("train_max_pairs") else "",
+        sources=W.raw_sources,
+        cap=lambda w: shlex.join(["--max-pairs", str(W.evaluation["xnli"]["train_max_pairs"]), "--seed", str(W.cfg["train"]["seed"])])
+        if W.evaluation["xnli"].get("train_max_pairs") else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro multinli-texts --zip {input:q} {params.cap} --premises {output.premises:q}"
+        W.logged("laser-repro multinli-texts --zip {input:q} {params.cap} --premises {output.premises:q}"
                " --hypotheses {output.hypotheses:q} --labels {output.labels:q} --stats {output.stats:q}", sources=True)
 
 
 rule xnli_classify:
     input:
-        unpack(xnli_classify_inputs),
+        unpack(W.xnli_classify_inputs),
     output:
         "results/{run}/eval/xnli/{variant}/scores.json",
     log:
@@ -437,18 +442,18 @@ rule xnli_classify:
     benchmark:
         "results/{run}/benchmarks/{variant}/xnli_classify.tsv"
     wildcard_constraints:
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in task_languages("xnli", w.variant)),
-        config=lambda w: shell_quote_json(EVAL["xnli"]["classifier"]),
-    threads: eval_threads
+                                        for lang in W.task_languages("xnli", w.variant)),
+        config=lambda w: W.shell_quote_json(W.evaluation["xnli"]["classifier"]),
+    threads: W.eval_threads
     resources:
         mem_mb=16000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro xnli-classify --train-premises {input.train[0]:q} --train-hypotheses {input.train[1]:q}"
+        W.logged("laser-repro xnli-classify --train-premises {input.train[0]:q} --train-hypotheses {input.train[1]:q}"
                " --train-labels {input.train[2]:q} --dev-premises {input.dev[0]:q} --dev-hypotheses {input.dev[1]:q}"
                " --dev-labels {input.dev[2]:q} {params.tests} --params {params.config} --threads {threads}"
                " --scores {output:q}")
@@ -456,7 +461,7 @@ rule xnli_classify:
 
 rule table2_table8:
     input:
-        [f"{RUN}/eval/xnli/{LASER_NAME}/scores.json"] if task_ready("xnli") else [],
+        [f"{W.run}/eval/xnli/{W.laser_name}/scores.json"] if W.task_ready("xnli") else [],
     output:
         md2="results/tables/{run}/table2.md",
         csv2=report("results/tables/{run}/table2.csv", category="Paper tables", caption="../report/table.rst"),
@@ -465,20 +470,20 @@ rule table2_table8:
     log:
         "results/{run}/logs/table2_table8.log",
     params:
-        missing=lambda w: missing_arg("xnli"),
-        langs=list(EVAL.get("xnli", {}).get("languages", [])),
+        missing=lambda w: W.missing_arg("xnli"),
+        langs=list(W.evaluation.get("xnli", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table xnli --run-name {wildcards.run:q} --languages {params.langs:q} {params.scores}"
+        W.logged("laser-repro eval-table xnli --run-name {wildcards.run:q} --languages {params.langs:q} {params.scores}"
                " {params.missing} --md {output.md2:q} --csv {output.csv2:q} --md8 {output.md8:q} --csv8 {output.csv8:q}")
 
 
 # ---- MLDoc (Table 3) --------------------------------------------------------------------------------------
 rule mldoc_sentences:
     input:
-        lambda w: mldoc_file(w.lang, w.split),
+        lambda w: W.mldoc_file(w.lang, w.split),
     output:
         text="results/{run}/eval/mldoc/text/{split}.{lang}.txt",
         docs="results/{run}/eval/mldoc/docs/{split}.{lang}.tsv",
@@ -487,49 +492,49 @@ rule mldoc_sentences:
     wildcard_constraints:
         split="train|dev|test",
     params:
-        sources=raw_sources,
+        sources=W.raw_sources,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro mldoc-sentences --input {input:q} --lang {wildcards.lang:q}"
+        W.logged("laser-repro mldoc-sentences --input {input:q} --lang {wildcards.lang:q}"
                " --sentences {output.text:q} --docs {output.docs:q}", sources=True)
 
 
 rule mldoc_classify:
     input:
-        unpack(mldoc_classify_inputs),
+        unpack(W.mldoc_classify_inputs),
     output:
         "results/{run}/eval/mldoc/{variant}/scores.json",
     log:
         "results/{run}/logs/{variant}/eval/mldoc/classify.log",
     wildcard_constraints:
-        variant=alternatives(EVAL_MODELS),
+        variant=alternatives(W.eval_models),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in task_languages("mldoc", w.variant)),
-        config=lambda w: shell_quote_json(EVAL["mldoc"]["classifier"]),
-    threads: eval_threads
+                                        for lang in W.task_languages("mldoc", w.variant)),
+        config=lambda w: W.shell_quote_json(W.evaluation["mldoc"]["classifier"]),
+    threads: W.eval_threads
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro mldoc-classify --train {input.train:q} --dev {input.dev:q} {params.tests}"
+        W.logged("laser-repro mldoc-classify --train {input.train:q} --dev {input.dev:q} {params.tests}"
                " --params {params.config} --threads {threads} --scores {output:q}")
 
 
 rule table3:
     input:
-        [f"{RUN}/eval/mldoc/{LASER_NAME}/scores.json"] if task_ready("mldoc") else [],
+        [f"{W.run}/eval/mldoc/{W.laser_name}/scores.json"] if W.task_ready("mldoc") else [],
     output:
         md="results/tables/{run}/table3.md",
         csv=report("results/tables/{run}/table3.csv", category="Paper tables", caption="../report/table.rst"),
     log:
         "results/{run}/logs/table3.log",
     params:
-        missing=lambda w: missing_arg("mldoc"),
-        langs=list(EVAL.get("mldoc", {}).get("languages", [])),
+        missing=lambda w: W.missing_arg("mldoc"),
+        langs=list(W.evaluation.get("mldoc", {}).get("languages", [])),
         scores=lambda w, input: shlex.join(["--scores", *input]) if input else "",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro eval-table mldoc --run-name {wildcards.run:q} --languages {params.langs:q}"
+        W.logged("laser-repro eval-table mldoc --run-name {wildcards.run:q} --languages {params.langs:q}"
                " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")

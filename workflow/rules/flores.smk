@@ -1,126 +1,129 @@
 # FLORES-200 xsim against English (config flores_eval): held-out lines and a training-line sample, the
 # model beside the TF-IDF and random-init baselines; the held-out pairs binarized for the learning curves.
+import os
+import shlex
+
 
 
 # One job per step for all languages: each step takes seconds, and 92 languages x 3 jobs would spend
 # more time starting processes than working.
 rule flores_select:
     input:
-        raw=lambda w: [flores_raw_file(lang) for lang in ["eng", *PLAN.flores_languages]],
+        raw=lambda w: [W.flores_raw_file(lang) for lang in ["eng", *W.plan.flores_languages]],
     output:
-        flores_texts("raw"),
+        W.flores_texts("raw"),
     log:
-        f"{RUN}/logs/flores/select.log",
+        f"{W.run}/logs/flores/select.log",
     params:
-        langs=["eng", *PLAN.flores_languages],
+        langs=["eng", *W.plan.flores_languages],
         dest=lambda w, output: os.path.dirname(output[0]),
-        heldout=list(FLORES["heldout_lines"]) if FLORES else [],
-        sample=FLORES["train_sample"] if FLORES else 0,
-        seed=FLORES["seed"] if FLORES else 0,
-        sources=raw_sources,
+        heldout=list(W.flores["heldout_lines"]) if W.flores else [],
+        sample=W.flores["train_sample"] if W.flores else 0,
+        seed=W.flores["seed"] if W.flores else 0,
+        sources=W.raw_sources,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-select --lang {params.langs:q} --raw {input.raw:q} --heldout {params.heldout:q}"
+        W.logged("laser-repro flores-select --lang {params.langs:q} --raw {input.raw:q} --heldout {params.heldout:q}"
                " --sample {params.sample:q} --seed {params.seed:q} --dest {params.dest:q}",
                keys=["flores_eval.heldout_lines", "flores_eval.train_sample", "flores_eval.seed"], sources=True)
 
 
 rule flores_prepare:
     input:
-        texts=flores_texts("raw"),
-        codes=f"{RUN}/bpe/codes",
+        texts=W.flores_texts("raw"),
+        codes=f"{W.run}/bpe/codes",
     output:
-        flores_texts("bpe"),
+        W.flores_texts("bpe"),
     log:
-        f"{RUN}/logs/flores/prepare.log",
+        f"{W.run}/logs/flores/prepare.log",
     params:
-        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
         args=lambda w, input, output: " ".join(
             f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
             for src, dst in zip(input.texts, output)),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase} {params.args}",
+        W.logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase} {params.args}",
                keys=["preprocess.lowercase"])
 
 
 rule flores_binarize_valid:
     input:
-        texts=lambda w: flores_texts("bpe", ["eng", *PLAN.flores_languages]),
-        dict=f"{RUN}/bin/dict.txt",
+        texts=lambda w: W.flores_texts("bpe", ["eng", *W.plan.flores_languages]),
+        dict=f"{W.run}/bin/dict.txt",
     output:
-        binarized_files(PLAN.curve_pairs, split="valid"),
+        W.binarized_files(W.plan.curve_pairs, split="valid"),
     log:
-        f"{RUN}/logs/binarize/valid.log",
+        f"{W.run}/logs/binarize/valid.log",
     params:
-        pairs=[f"{s}-{t}" for s, t in PLAN.curve_pairs],
+        pairs=[f"{s}-{t}" for s, t in W.plan.curve_pairs],
         prefix=lambda w, input: input.texts[0].rsplit(".", 1)[0],  # .../bpe/heldout (texts[0] is heldout.eng)
         dest=lambda w, input: os.path.dirname(input.dict),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro binarize-valid --pairs {params.pairs:q} --prefix {params.prefix:q}"
+        W.logged("laser-repro binarize-valid --pairs {params.pairs:q} --prefix {params.prefix:q}"
                " --dict {input.dict:q} --dest {params.dest:q}")
 
 
 rule flores_tfidf:
     input:
-        lambda w: flores_texts("raw"),
+        lambda w: W.flores_texts("raw"),
     output:
         "results/{run}/flores/tfidf.json",
     log:
         "results/{run}/logs/flores/tfidf.log",
     params:
         raw_dir=lambda w, input: os.path.dirname(input[0]),
-        langs=lambda w: list(PLAN.flores_languages),
+        langs=lambda w: list(W.plan.flores_languages),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs:q} --output {output:q}")
+        W.logged("laser-repro flores-tfidf --raw-dir {params.raw_dir:q} --langs {params.langs:q} --output {output:q}")
 
 
 rule flores_xsim:
     input:
-        encoder=encoder,
-        init=init_encoder,
-        texts=lambda w: flores_texts("bpe"),
+        encoder=W.encoder_file,
+        init=W.init_encoder_file,
+        texts=lambda w: W.flores_texts("bpe"),
     output:
         "results/{run}/flores/{variant}/scores.json",
     log:
         "results/{run}/logs/{variant}/flores_xsim.log",
     params:
         bpe_dir=lambda w, input: os.path.dirname(input.texts[0]),
-        langs=lambda w: list(PLAN.flores_languages),
-        max_tokens=lambda w: CFG["embed"]["max_tokens"],
-    threads: lambda w: CFG["embed"]["threads"]
+        langs=lambda w: list(W.plan.flores_languages),
+        max_tokens=lambda w: W.cfg["embed"]["max_tokens"],
+    threads: lambda w: W.cfg["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
+        W.logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
                " --bpe-dir {params.bpe_dir:q} --langs {params.langs:q} --max-tokens {params.max_tokens:q}"
                " --threads {threads} --output {output:q}", keys=["embed.max_tokens"])
 
 
 rule flores_table:
     input:
-        scores=f"{RUN}/flores/{LASER_NAME}/scores.json",
-        tfidf=f"{RUN}/flores/tfidf.json",
+        scores=f"{W.run}/flores/{W.laser_name}/scores.json",
+        tfidf=f"{W.run}/flores/tfidf.json",
     output:
         md="results/tables/{run}/flores_xsim.md",
         csv=report("results/tables/{run}/flores_xsim.csv", category="Similarity search", caption="../report/table.rst"),
     log:
         "results/{run}/logs/flores_table.log",
     params:
-        run=CFG["run_name"],
-        trained=lambda w: sorted(PLAN.trained_languages),
-        heldout=lambda w: list(FLORES["heldout_lines"]),
-        sample=lambda w: FLORES["train_sample"],
+        run=W.cfg["run_name"],
+        trained=lambda w: sorted(W.plan.trained_languages),
+        heldout=lambda w: list(W.flores["heldout_lines"]),
+        sample=lambda w: W.flores["train_sample"],
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained:q}"
+        W.logged("laser-repro flores-table --scores {input.scores:q} --tfidf {input.tfidf:q} --trained {params.trained:q}"
                " --run-name {params.run:q} --heldout {params.heldout:q} --sample {params.sample:q}"
                " --md {output.md:q} --csv {output.csv:q}")
 
@@ -134,9 +137,9 @@ rule learning_curves:
     log:
         "results/{run}/logs/{variant}/curves_plot.log",
     params:
-        title=lambda w: f"{CFG['run_name']} / {w.variant}: learning curves",
+        title=lambda w: f"{W.cfg['run_name']} / {w.variant}: learning curves",
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro curves-plot --curves {input.curves:q} --tfidf {input.tfidf:q}"
+        W.logged("laser-repro curves-plot --curves {input.curves:q} --tfidf {input.tfidf:q}"
                " --title {params.title:q} --png {output:q}")

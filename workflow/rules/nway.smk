@@ -1,9 +1,11 @@
 # N-way data (nway_data: the multienc family): per language, the training lines and the validation
 # lines (held out of the same file, or a separate dev file), with their lines of moses_lines; then, for all
 # languages together, the length filter, the joint BPE and the vocabulary (laser_repro.data.nway).
+import os
+
 rule nway_text:
     input:
-        unpack(nway_raw_inputs),
+        unpack(W.nway_raw_inputs),
     output:
         train="results/{run}/nway/{data}/tok/train.{lang}",
         valid="results/{run}/nway/{data}/tok/valid.{lang}",
@@ -12,20 +14,20 @@ rule nway_text:
         "results/{run}/logs/nway/{data}/text.{lang}.log",
     params:
         out_dir=lambda w, output: os.path.dirname(os.path.dirname(output.train)),
-        valid=nway_valid_args,
-        sources=raw_sources,
+        valid=W.nway_valid_args,
+        sources=W.raw_sources,
     resources:
         mem_mb=1000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro nway-text --raw {input.raw:q} --moses {input.moses:q} --lang {wildcards.lang:q}"
+        W.logged("laser-repro nway-text --raw {input.raw:q} --moses {input.moses:q} --lang {wildcards.lang:q}"
                " --out-dir {params.out_dir:q} {params.valid}", keys=["nway_data"], sources=True)
 
 
 rule nway_bpe:
     input:
-        lambda w: [f"{RUN}/nway/{w.data}/tok/{split}.{lang}" for lang in NWAY[w.data]["languages"]
+        lambda w: [f"{W.run}/nway/{w.data}/tok/{split}.{lang}" for lang in W.nway[w.data]["languages"]
                    for split in ("train", "valid")],
     output:  # codes, vocab, dict.txt, stats.json, {train,valid}.<lang> (the languages are config)
         directory("results/{run}/nway/{data}/bpe"),
@@ -35,28 +37,28 @@ rule nway_bpe:
         "results/{run}/benchmarks/nway/{data}/bpe.tsv"
     params:
         tok_dir=lambda w, input: os.path.dirname(input[0]),
-        langs=lambda w: list(NWAY[w.data]["languages"]),
-        merges=lambda w: NWAY[w.data]["bpe_merges"],
-        max_words=lambda w: f"--max-words {int(NWAY[w.data]['max_words'])}" if NWAY[w.data].get("max_words") else "",
+        langs=lambda w: list(W.nway[w.data]["languages"]),
+        merges=lambda w: W.nway[w.data]["bpe_merges"],
+        max_words=lambda w: f"--max-words {int(W.nway[w.data]['max_words'])}" if W.nway[w.data].get("max_words") else "",
     resources:
         mem_mb=8000,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro nway-bpe --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
+        W.logged("laser-repro nway-bpe --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
                " --merges {params.merges:q} {params.max_words}", keys=["nway_data"])
 
 
 rule nway_tfidf:  # the non-learned baseline of the similarity tables, on the raw validation lines
     input:
-        lambda w: [f"{RUN}/nway/{w.data}/raw/valid.{lang}" for lang in NWAY[w.data]["languages"]],
+        lambda w: [f"{W.run}/nway/{w.data}/raw/valid.{lang}" for lang in W.nway[w.data]["languages"]],
     output:
         "results/{run}/eval/nway/{data}/tfidf.json",
     log:
         "results/{run}/logs/nway/{data}/tfidf.log",
     params:
-        langs=lambda w: list(NWAY[w.data]["languages"]),
+        langs=lambda w: list(W.nway[w.data]["languages"]),
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro nway-tfidf --langs {params.langs:q} --texts {input:q} --output {output:q}")
+        W.logged("laser-repro nway-tfidf --langs {params.langs:q} --texts {input:q} --output {output:q}")

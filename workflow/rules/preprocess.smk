@@ -5,23 +5,23 @@
 
 rule moses_lines:
     input:
-        lambda w: local_corpus_file(w.corpus, w.lang),
+        lambda w: W.local_corpus_file(w.corpus, w.lang),
     output:
         "results/{run}/moses/{corpus}/{lang}.{case}",
     log:
         "results/{run}/logs/moses/{corpus}/{lang}.{case}.log",
     wildcard_constraints:
-        corpus=alternatives(NWAY_CORPORA),
+        corpus=alternatives(W.nway_corpus_names),
         case="lower|cased",
     params:
-        sources=raw_sources,
+        sources=W.raw_sources,
     resources:
         mem_mb=1500,
         runtime=240,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro moses-lines --lang {wildcards.lang:q} --case {wildcards.case:q} --input {input:q}"
+        W.logged("laser-repro moses-lines --lang {wildcards.lang:q} --case {wildcards.case:q} --input {input:q}"
                " --output {output:q}", sources=True)
 
 
@@ -33,16 +33,16 @@ rule preprocess_shard:
     log:
         "results/{run}/logs/tok/{corpus}/{src}-{tgt}.{lang}.{k}-of-{n}.log",
     wildcard_constraints:
-        corpus=alternatives(PAIR_CORPORA),
+        corpus=alternatives(W.pair_corpus_names),
     params:
-        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
-        block=lambda w: CFG["preprocess"]["block_lines"],
+        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
+        block=lambda w: W.cfg["preprocess"]["block_lines"],
     resources:
         mem_mb=1500,
         runtime=240,
     conda:
         "../envs/laser.yaml"
     shell:
-        logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
+        W.logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
                " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",
                keys=["preprocess"])

@@ -11,13 +11,13 @@ rule model_export:
     log:
         "results/{run}/logs/{model}/export.log",
     wildcard_constraints:
-        model=alternatives(FAMILY_MODELS),
+        model=alternatives(W.family_models),
     params:
-        family=lambda w: FAMILY_MODELS[w.model]["family"],
+        family=lambda w: W.family_models[w.model]["family"],
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro export --family {params.family:q} --checkpoint {input:q} --output {output:q}")
+        W.logged("laser-repro export --family {params.family:q} --checkpoint {input:q} --output {output:q}")
 
 
 use rule model_export as model_export_init with:  # the random-init baseline (update 0)
@@ -33,21 +33,21 @@ rule model_similarity:  # Algorithm 1 on the validation lines: the model and the
     input:
         encoder="results/{run}/models/{model}/encoder.pt",
         init="results/{run}/models/{model}/encoder_init.pt",
-        text=model_valid_text,
+        text=W.model_valid_text,
     output:
         "results/{run}/eval/models/{model}/similarity.json",
     log:
         "results/{run}/logs/{model}/similarity.log",
     wildcard_constraints:
-        model=alternatives(FAMILY_MODELS),
+        model=alternatives(W.family_models),
     params:
-        data=model_text_dir,
-        langs=lambda w: PLAN.encoder_languages(w.model),
+        data=W.model_text_dir,
+        langs=lambda w: W.plan.encoder_languages(w.model),
     threads: 2
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro similarity --encoder {input.encoder:q} --init-encoder {input.init:q}"
+        W.logged("laser-repro similarity --encoder {input.encoder:q} --init-encoder {input.init:q}"
                " --data-dir {params.data:q} --split valid --langs {params.langs:q} --threads {threads}"
                " --output {output:q}")
 
@@ -55,122 +55,122 @@ rule model_similarity:  # Algorithm 1 on the validation lines: the model and the
 rule model_curves_plot:
     input:
         curves="results/{run}/models/{model}/curves.json",
-        tfidf=lambda w: f"{RUN}/eval/nway/{FAMILY_MODELS[w.model]['data']}/tfidf.json",
+        tfidf=lambda w: f"{W.run}/eval/nway/{W.family_models[w.model]['data']}/tfidf.json",
     output:
         report("results/figures/{run}/curves_{model}.png", category="Learning curves"),
     log:
         "results/{run}/logs/{model}/curves_plot.log",
     wildcard_constraints:
-        model=alternatives(FAMILY_MODELS),
+        model=alternatives(W.family_models),
     params:
-        title=lambda w: f"{CFG['run_name']} / {w.model}: {FAMILY_MODELS[w.model].get('description', w.model)}",
-        family=lambda w: FAMILY_MODELS[w.model]["family"],
+        title=lambda w: f"{W.cfg['run_name']} / {w.model}: {W.family_models[w.model].get('description', w.model)}",
+        family=lambda w: W.family_models[w.model]["family"],
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
+        W.logged("laser-repro nway-curves --curves {input.curves:q} --tfidf {input.tfidf:q} --title {params.title:q}"
                " --family {params.family:q} --output {output:q}")
 
 
 rule model_tatoeba:  # xx <-> eng retrieval on the Tatoeba test set, any family but LASER's (tatoeba.smk): the model and update 0
     input:
-        unpack(lambda w: model_codes(w.model)),
+        unpack(lambda w: W.model_codes(w.model)),
         encoder="results/{run}/models/{model}/encoder.pt",
         init="results/{run}/models/{model}/encoder_init.pt",
-        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in PLAN.model_tatoeba_languages(w.model)],
-        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in PLAN.model_tatoeba_languages(w.model)],
+        xx=lambda w: [W.tatoeba_test_file(lang, lang) for lang in W.plan.model_tatoeba_languages(w.model)],
+        eng=lambda w: [W.tatoeba_test_file(lang, "eng") for lang in W.plan.model_tatoeba_languages(w.model)],
     output:
         model="results/{run}/eval/models/{model}/tatoeba_encoder.json",
         init="results/{run}/eval/models/{model}/tatoeba_encoder_init.json",
     log:
         "results/{run}/logs/{model}/tatoeba.log",
     wildcard_constraints:
-        model=alternatives(FAMILY_MODELS),
+        model=alternatives(W.family_models),
     params:
-        langs=lambda w: PLAN.model_tatoeba_languages(w.model),
-        keep_case=lambda w: "" if eval_lowercase(w.model) else "--keep-case",
-        codes=lambda w, input: model_codes_arg(w.model, input),
+        langs=lambda w: W.plan.model_tatoeba_languages(w.model),
+        keep_case=lambda w: "" if W.eval_lowercase(w.model) else "--keep-case",
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
     threads: 2
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} {input.init:q} {params.codes}"
+        W.logged("laser-repro retrieval --task tatoeba --encoder {input.encoder:q} {input.init:q} {params.codes}"
                " --langs {params.langs:q} --xx {input.xx:q} --eng {input.eng:q} {params.keep_case}"
                " --threads {threads} --output {output.model:q} {output.init:q}")
 
 
 rule tatoeba_tfidf:  # the non-learned baseline on the same Tatoeba sentences (family_tatoeba_languages)
     input:
-        xx=lambda w: [tatoeba_test_file(lang, lang) for lang in family_tatoeba_languages()],
-        eng=lambda w: [tatoeba_test_file(lang, "eng") for lang in family_tatoeba_languages()],
+        xx=lambda w: [W.tatoeba_test_file(lang, lang) for lang in W.family_tatoeba_languages()],
+        eng=lambda w: [W.tatoeba_test_file(lang, "eng") for lang in W.family_tatoeba_languages()],
     output:
         "results/{run}/eval/tfidf/tatoeba.json",
     log:
         "results/{run}/logs/tatoeba_tfidf.log",
     params:
-        langs=lambda w: family_tatoeba_languages(),
+        langs=lambda w: W.family_tatoeba_languages(),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+        W.logged("laser-repro retrieval --task tatoeba --tfidf --langs {params.langs:q} --xx {input.xx:q}"
                " --eng {input.eng:q} --output {output:q}")
 
 
 rule model_un:  # UN retrieval (LaBSE's P@1 = 100 - error) of any model: each sentence's English translation among all English ones
     input:
-        unpack(lambda w: model_codes(w.model)),
+        unpack(lambda w: W.model_codes(w.model)),
         encoder="results/{run}/models/{model}/encoder.pt",
         init="results/{run}/models/{model}/encoder_init.pt",
-        xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in task_languages("un", w.model)],
-        eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in task_languages("un", w.model)],
+        xx=lambda w: [W.local_corpus_file(W.evaluation["un"]["corpus"], lang) for lang in W.task_languages("un", w.model)],
+        eng=lambda w: [W.local_corpus_file(W.evaluation["un"]["corpus"], "eng") for _ in W.task_languages("un", w.model)],
     output:
         model="results/{run}/eval/models/{model}/un_encoder.json",
         init="results/{run}/eval/models/{model}/un_encoder_init.json",
     log:
         "results/{run}/logs/{model}/un.log",
     wildcard_constraints:
-        model=alternatives(EVAL_MODELS),
+        model=alternatives(W.eval_models),
     params:
-        langs=lambda w: task_languages("un", w.model),
-        keep_case=lambda w: "" if eval_lowercase(w.model) else "--keep-case",
-        codes=lambda w, input: model_codes_arg(w.model, input),
+        langs=lambda w: W.task_languages("un", w.model),
+        keep_case=lambda w: "" if W.eval_lowercase(w.model) else "--keep-case",
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
     threads: 2
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro retrieval --task un --encoder {input.encoder:q} {input.init:q} {params.codes}"
+        W.logged("laser-repro retrieval --task un --encoder {input.encoder:q} {input.init:q} {params.codes}"
                " --langs {params.langs:q} --xx {input.xx:q} --eng {input.eng:q} {params.keep_case}"
                " --threads {threads} --output {output.model:q} {output.init:q}")
 
 
 rule model_europarl:  # Europarl sentence retrieval (MUSE's protocol, paper 002 Table 3) of one direction: any model and its update 0
     input:
-        unpack(lambda w: model_codes(w.model)),
+        unpack(lambda w: W.model_codes(w.model)),
         encoder="results/{run}/models/{model}/encoder.pt",
         init="results/{run}/models/{model}/encoder_init.pt",
-        src=lambda w: europarl_file(w.src, w.tgt, w.src),
-        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
+        src=lambda w: W.europarl_file(w.src, w.tgt, w.src),
+        tgt=lambda w: W.europarl_file(w.src, w.tgt, w.tgt),
     output:
         model="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder.json",
         init="results/{run}/eval/models/{model}/europarl_{src}-{tgt}_encoder_init.json",
     log:
         "results/{run}/logs/{model}/europarl_{src}-{tgt}.log",
     wildcard_constraints:
-        model=alternatives(EVAL_MODELS),
+        model=alternatives(W.eval_models),
         src="[a-z]{3}",
         tgt="[a-z]{3}",
     params:
-        sizes=lambda w: europarl_size_args(),
-        codes=lambda w, input: model_codes_arg(w.model, input),
+        sizes=lambda w: W.europarl_size_args(),
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
         # MUSE's protocol lowercases (Bi-Sent2Vec); a sentence encoder sees its training data's case
-        keep_case=lambda w: "" if w.model in BISENT2VEC or eval_lowercase(w.model) else "--keep-case",
+        keep_case=lambda w: "" if w.model in W.bisent2vec or W.eval_lowercase(w.model) else "--keep-case",
     threads: 2
     resources:
         mem_mb=16000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q} {params.codes}"
+        W.logged("laser-repro europarl-retrieval --encoder {input.encoder:q} {input.init:q} {params.codes}"
                " --output {output.model:q} {output.init:q} --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
                " --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.keep_case} {params.sizes}"
                " --threads {threads}", keys=["evaluation.europarl"])
@@ -178,8 +178,8 @@ rule model_europarl:  # Europarl sentence retrieval (MUSE's protocol, paper 002 
 
 rule europarl_tfidf:  # the non-learned baseline on the same Europarl queries and keys, one direction
     input:
-        src=lambda w: europarl_file(w.src, w.tgt, w.src),
-        tgt=lambda w: europarl_file(w.src, w.tgt, w.tgt),
+        src=lambda w: W.europarl_file(w.src, w.tgt, w.src),
+        tgt=lambda w: W.europarl_file(w.src, w.tgt, w.tgt),
     output:
         "results/{run}/eval/tfidf/europarl_{src}-{tgt}.json",
     log:
@@ -188,30 +188,30 @@ rule europarl_tfidf:  # the non-learned baseline on the same Europarl queries an
         src="[a-z]{3}",
         tgt="[a-z]{3}",
     params:
-        sizes=lambda w: europarl_size_args(),
+        sizes=lambda w: W.europarl_size_args(),
     threads: 2
     resources:
         mem_mb=16000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro europarl-retrieval --tfidf {output:q} --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+        W.logged("laser-repro europarl-retrieval --tfidf {output:q} --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
                " --src-file {input.src:q} --tgt-file {input.tgt:q} --moses {params.sizes} --threads {threads}",
                keys=["evaluation.europarl"])
 
 
 rule un_tfidf:  # the non-learned baseline on the same UN sentences
     input:
-        xx=lambda w: [local_corpus_file(EVAL["un"]["corpus"], lang) for lang in EVAL["un"]["languages"]],
-        eng=lambda w: [local_corpus_file(EVAL["un"]["corpus"], "eng") for _ in EVAL["un"]["languages"]],
+        xx=lambda w: [W.local_corpus_file(W.evaluation["un"]["corpus"], lang) for lang in W.evaluation["un"]["languages"]],
+        eng=lambda w: [W.local_corpus_file(W.evaluation["un"]["corpus"], "eng") for _ in W.evaluation["un"]["languages"]],
     output:
         "results/{run}/eval/tfidf/un.json",
     log:
         "results/{run}/logs/un_tfidf.log",
     params:
-        langs=lambda w: list(EVAL["un"]["languages"]),
+        langs=lambda w: list(W.evaluation["un"]["languages"]),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro retrieval --task un --tfidf --langs {params.langs:q} --xx {input.xx:q}"
+        W.logged("laser-repro retrieval --task un --tfidf --langs {params.langs:q} --xx {input.xx:q}"
                " --eng {input.eng:q} --output {output:q}")

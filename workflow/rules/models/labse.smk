@@ -5,9 +5,12 @@
 # preemption, resume with the fingerprint check); the paper's Table 2 from the UN P@1 and Tatoeba
 # retrieval of each model, the model at update 0 and TF-IDF on the same sentences (model_un,
 # model_tatoeba: encoders.smk).
+import os
+import shlex
+
 rule labse_vocab:
     input:
-        lambda w: [f"{RUN}/nway/{w.data}/tok/train.{lang}" for lang in NWAY[w.data]["languages"]],
+        lambda w: [f"{W.run}/nway/{w.data}/tok/train.{lang}" for lang in W.nway[w.data]["languages"]],
     output:
         tokenizer="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/tokenizer.json",
         stats="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/stats.json",
@@ -19,19 +22,19 @@ rule labse_vocab:
         size=r"\d+",
         alpha=r"[0-9.]+",
     params:
-        langs=lambda w: list(NWAY[w.data]["languages"]),
+        langs=lambda w: list(W.nway[w.data]["languages"]),
     resources:
         mem_mb=8000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro labse-vocab --langs {params.langs:q} --texts {input:q} --size {wildcards.size:q}"
+        W.logged("laser-repro labse-vocab --langs {params.langs:q} --texts {input:q} --size {wildcards.size:q}"
                " --smoothing {wildcards.alpha:q} --output {output.tokenizer:q} --stats {output.stats:q}")
 
 
 rule labse_tokenize:  # once per data and vocabulary: flat id files every training rank maps read-only
     input:
-        text=lambda w: labse_text(w.data),
+        text=lambda w: W.labse_text(w.data),
         tokenizer="results/{run}/nway/{data}/wordpiece/{size}-a{alpha}/tokenizer.json",
     output:
         # the trainer finds it beside its data: laser_repro.models.labse.token_store.store_dir
@@ -44,25 +47,25 @@ rule labse_tokenize:  # once per data and vocabulary: flat id files every traini
         size=r"\d+",
         alpha=r"[0-9.]+",
     params:
-        data=lambda w: f"{RUN}/nway/{w.data}",
-        langs=lambda w: list(NWAY[w.data]["languages"]),
+        data=lambda w: f"{W.run}/nway/{w.data}",
+        langs=lambda w: list(W.nway[w.data]["languages"]),
     threads: 4
     resources:
         mem_mb=2000,
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro labse-tokenize --data {params.data:q} --tokenizer {input.tokenizer:q}"
+        W.logged("laser-repro labse-tokenize --data {params.data:q} --tokenizer {input.tokenizer:q}"
                " --langs {params.langs:q} --threads {threads} --output {output:q}")
 
 
 rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint initialises the dual encoders
     input:
-        text=lambda w: labse_text(LABSE[PLAN.labse_pretrainings[w.pretraining]]["data"]),
-        tokenizer=lambda w: labse_tokenizer(PLAN.labse_pretrainings[w.pretraining]),
+        text=lambda w: W.labse_text(W.labse[W.plan.labse_pretrainings[w.pretraining]]["data"]),
+        tokenizer=lambda w: W.labse_tokenizer(W.plan.labse_pretrainings[w.pretraining]),
         # the token arrays of labse_tokenize: the data's lines with the vocabulary
-        token_ids=lambda w: (f"{RUN}/nway/{LABSE[PLAN.labse_pretrainings[w.pretraining]]['data']}/wordpiece_ids/"
-                             f"{PLAN.labse_vocab(PLAN.labse_pretrainings[w.pretraining])}"),
+        token_ids=lambda w: (f"{W.run}/nway/{W.labse[W.plan.labse_pretrainings[w.pretraining]]['data']}/wordpiece_ids/"
+                             f"{W.plan.labse_vocab(W.plan.labse_pretrainings[w.pretraining])}"),
     output:
         final="results/{run}/labse_pretrain/{pretraining}/checkpoint_final.pt",
         curves="results/{run}/labse_pretrain/{pretraining}/curves.json",
@@ -71,32 +74,32 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
     benchmark:
         "results/{run}/benchmarks/labse_pretrain/{pretraining}.tsv"
     params:
-        data=lambda w: f"{RUN}/nway/{LABSE[PLAN.labse_pretrainings[w.pretraining]]['data']}",
+        data=lambda w: f"{W.run}/nway/{W.labse[W.plan.labse_pretrainings[w.pretraining]]['data']}",
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
         # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
-        settings=lambda w: shell_quote_json(labse_pretrain_settings(w.pretraining)),
+        settings=lambda w: W.shell_quote_json(W.labse_pretrain_settings(w.pretraining)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
-        nodes=one_node_gpu_resource(labse_pretrain_gpus, "nodes"),
-        gpu=one_node_gpu_resource(labse_pretrain_gpus, "gpu"),
-        cpus_per_task=one_node_gpu_resource(labse_pretrain_gpus, "cpus_per_task"),
+        nodes=W.one_node_gpu_resource(W.labse_pretrain_gpus, "nodes"),
+        gpu=W.one_node_gpu_resource(W.labse_pretrain_gpus, "gpu"),
+        cpus_per_task=W.one_node_gpu_resource(W.labse_pretrain_gpus, "cpus_per_task"),
     conda:
-        lambda w: conda_env(*labse_pretrain_gpus(w))
+        lambda w: W.conda_env(*W.labse_pretrain_gpus(w))
     shell:
-        logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
+        W.logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --curves {output.curves:q} --threads {threads}"
                " --launcher {params.launcher:q} --settings {params.settings}", keys=["models", "nway_data"])
 
 
 rule labse_train:
     input:
-        text=lambda w: labse_text(LABSE[w.model]["data"]),
-        tokenizer=lambda w: labse_tokenizer(w.model),
-        token_ids=lambda w: f"{RUN}/nway/{LABSE[w.model]['data']}/wordpiece_ids/{PLAN.labse_vocab(w.model)}",
-        pretrained=lambda w: labse_pretrained(w.model),
+        text=lambda w: W.labse_text(W.labse[w.model]["data"]),
+        tokenizer=lambda w: W.labse_tokenizer(w.model),
+        token_ids=lambda w: f"{W.run}/nway/{W.labse[w.model]['data']}/wordpiece_ids/{W.plan.labse_vocab(w.model)}",
+        pretrained=lambda w: W.labse_pretrained(w.model),
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
         initial="results/{run}/models/{model}/checkpoint_init.pt",
@@ -107,23 +110,23 @@ rule labse_train:
     benchmark:
         "results/{run}/benchmarks/{model}/train.tsv"
     wildcard_constraints:
-        model=alternatives(LABSE),
+        model=alternatives(W.labse),
     params:
-        data=lambda w: f"{RUN}/nway/{LABSE[w.model]['data']}",
+        data=lambda w: f"{W.run}/nway/{W.labse[w.model]['data']}",
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w: shell_quote_json(model_train_settings(w.model)),  # wildcards only (see labse_pretrain)
+        settings=lambda w: W.shell_quote_json(W.model_train_settings(w.model)),  # wildcards only (see labse_pretrain)
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
-        nodes=one_node_gpu_resource(labse_train_gpus, "nodes"),
-        gpu=one_node_gpu_resource(labse_train_gpus, "gpu"),
-        cpus_per_task=one_node_gpu_resource(labse_train_gpus, "cpus_per_task"),
+        nodes=W.one_node_gpu_resource(W.labse_train_gpus, "nodes"),
+        gpu=W.one_node_gpu_resource(W.labse_train_gpus, "gpu"),
+        cpus_per_task=W.one_node_gpu_resource(W.labse_train_gpus, "cpus_per_task"),
     conda:
-        lambda w: conda_env(*labse_train_gpus(w))
+        lambda w: W.conda_env(*W.labse_train_gpus(w))
     shell:
-        logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
+        W.logged("laser-repro train --family labse --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
@@ -131,30 +134,30 @@ rule labse_train:
 
 rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
     input:
-        tatoeba=lambda w: [f"{RUN}/eval/models/{name}/tatoeba_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
-        if labse_tatoeba_languages() else [],
-        tfidf=lambda w: [f"{RUN}/eval/tfidf/tatoeba.json"] if labse_tatoeba_languages() else [],
-        un=lambda w: [f"{RUN}/eval/models/{name}/un_{e}.json" for name in LABSE for e in ("encoder", "encoder_init")]
-        if labse_un() else [],
-        un_tfidf=lambda w: [f"{RUN}/eval/tfidf/un.json"] if labse_un() else [],
-        records=lambda w: [model_record_file(name) for name in LABSE],
+        tatoeba=lambda w: [f"{W.run}/eval/models/{name}/tatoeba_{e}.json" for name in W.labse for e in ("encoder", "encoder_init")]
+        if W.labse_tatoeba_languages() else [],
+        tfidf=lambda w: [f"{W.run}/eval/tfidf/tatoeba.json"] if W.labse_tatoeba_languages() else [],
+        un=lambda w: [f"{W.run}/eval/models/{name}/un_{e}.json" for name in W.labse for e in ("encoder", "encoder_init")]
+        if W.labse_un() else [],
+        un_tfidf=lambda w: [f"{W.run}/eval/tfidf/un.json"] if W.labse_un() else [],
+        records=lambda w: [W.model_record_file(name) for name in W.labse],
     output:
         md="results/tables/{run}/labse_2020/table2.md",
         csv=report("results/tables/{run}/labse_2020/table2.csv", category="Similarity search", caption="../../report/table.rst"),
     log:
         "results/{run}/logs/labse_tables.log",
     params:
-        models=lambda w: shell_quote_json([
-            {"name": name, "description": LABSE[name].get("description", name), "paper_row": LABSE[name]["paper_row"],
-             "pretrained": LABSE[name]["pretrain"]["enabled"], **labse_result_files(name),
-             **seed_replicate_specs(name, labse_result_files)}
-            for name in tabled(LABSE)]),
+        models=lambda w: W.shell_quote_json([
+            {"name": name, "description": W.labse[name].get("description", name), "paper_row": W.labse[name]["paper_row"],
+             "pretrained": W.labse[name]["pretrain"]["enabled"], **W.labse_result_files(name),
+             **W.seed_replicate_specs(name, W.labse_result_files)}
+            for name in W.tabled(W.labse)]),
         tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
                                          *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
-        records=lambda w: model_records_arg(LABSE),
+        records=lambda w: W.model_records_arg(W.labse),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records:q}"
+        W.logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records:q}"
                " --md {output.md:q}"
                " --csv {output.csv:q} --run-name {wildcards.run:q}")

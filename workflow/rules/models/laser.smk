@@ -1,4 +1,7 @@
 # Stages 4-6: binarize with fairseq-preprocess, train through our fairseq plugin, export the encoder.
+import os
+import shlex
+
 
 
 rule binarize_pair:
@@ -20,7 +23,7 @@ rule binarize_pair:
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
+        W.logged("laser-repro binarize --src {wildcards.src:q} --tgt {wildcards.tgt:q}"
                " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q} --workers {threads}")
 
 
@@ -37,13 +40,13 @@ rule binarize_pair:
 TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
                  "initial": "results/{run}/models/{variant}/checkpoint_init.pt",
                  "record": "results/{run}/models/{variant}/model_record.json"}
-if FLORES:
+if W.flores:
     TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
 
 
 rule laser_train:
     input:
-        unpack(train_inputs),
+        unpack(W.train_inputs),
     output:
         **TRAIN_OUTPUTS,
     log:
@@ -54,19 +57,19 @@ rule laser_train:
         data=lambda w, input: os.path.dirname(input.dict),
         # beside checkpoint_final.pt, not an output (see above)
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if FLORES else "",
+        curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if W.flores else "",
         # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
-        config_json=lambda w: shell_quote_json(model_train_settings(w.variant)),
+        config_json=lambda w: W.shell_quote_json(W.model_train_settings(w.variant)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
-        **gpu_resources(CFG["train"]["gpus"] if LASER else 0, f"models.{LASER_NAME}.train.gpus"),  # one node, or several with srun (common.smk)
+        **W.gpu_resources(W.cfg["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus"),  # one node, or several with srun (laser_repro.core.slurm)
     conda:
-        conda_env(CFG["train"]["gpus"] if LASER else 0, f"models.{LASER_NAME}.train.gpus")
+        W.conda_env(W.cfg["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus")
     shell:
-        logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
+        W.logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} {params.curves} --threads {threads}"
                " --launcher {params.launcher:q} --settings {params.config_json}",
                keys=["model", "train", "targets", "ablations", "flores_eval", "laser"])
@@ -83,7 +86,7 @@ rule laser_export:  # the encoder file names the BPE codes of its data (embed re
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro export --checkpoint {input.checkpoint:q} --codes {input.codes:q} --output {output:q}")
+        W.logged("laser-repro export --checkpoint {input.checkpoint:q} --codes {input.codes:q} --output {output:q}")
 
 
 use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
@@ -108,7 +111,7 @@ rule nli_binarize:
     output:
         multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",
                  ".hypothesis.idx", ".label.npy"),
-        # the BPE text between the two commands: declared, and kept (a temp() output would leave its
+        # the BPE text binarize-nli writes first: declared, and kept (a temp() output would leave its
         # provenance record behind, which `lineage check` reports missing)
         premise_bpe="results/{run}/bin/nli/train.premise.bpe",
         hypothesis_bpe="results/{run}/bin/nli/train.hypothesis.bpe",
@@ -116,14 +119,12 @@ rule nli_binarize:
         "results/{run}/logs/binarize/nli.log",
     params:
         prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
-        lowercase=lambda w: "" if CFG["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("(laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
-               " --lang eng --input {input.premises:q} --output {output.premise_bpe:q}"
-               " --lang eng --input {input.hypotheses:q} --output {output.hypothesis_bpe:q}"
-               " && laser-repro binarize-nli --premise {output.premise_bpe:q}"
+        W.logged("laser-repro binarize-nli --premise-raw {input.premises:q} --hypothesis-raw {input.hypotheses:q}"
+               " --codes {input.codes:q} {params.lowercase} --premise {output.premise_bpe:q}"
                " --hypothesis {output.hypothesis_bpe:q} --labels {input.labels:q} --dict {input.dict:q}"
-               " --dest-prefix {params.prefix:q})",
+               " --dest-prefix {params.prefix:q}",
                keys=["preprocess", "evaluation.xnli"])

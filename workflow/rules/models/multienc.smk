@@ -2,9 +2,11 @@
 # training paths of N-way data (nway.smk), through the same launcher as LASER (torchrun / srun,
 # preemption, resume with the fingerprint check); export, similarity error and curves: encoders.smk;
 # the paper's Tables 1-4.
+import os
+
 rule multienc_train:
     input:
-        data=lambda w: f"{RUN}/nway/{MULTIENC[w.model]['data']}/bpe",
+        data=lambda w: f"{W.run}/nway/{W.multienc[w.model]['data']}/bpe",
     output:
         final="results/{run}/models/{model}/checkpoint_final.pt",
         initial="results/{run}/models/{model}/checkpoint_init.pt",
@@ -15,23 +17,23 @@ rule multienc_train:
     benchmark:
         "results/{run}/benchmarks/{model}/train.tsv"
     wildcard_constraints:
-        model=alternatives(MULTIENC),
+        model=alternatives(W.multienc),
     params:
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
-        settings=lambda w: shell_quote_json(model_train_settings(w.model)),
+        settings=lambda w: W.shell_quote_json(W.model_train_settings(w.model)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
-        nodes=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "nodes"),
-        gpu=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "gpu"),
-        cpus_per_task=one_node_gpu_resource(lambda w: (MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"),
+        nodes=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "nodes"),
+        gpu=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "gpu"),
+        cpus_per_task=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"),
                                             "cpus_per_task"),
     conda:
-        lambda w: conda_env(MULTIENC[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus")
+        lambda w: W.conda_env(W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus")
     shell:
-        logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
+        W.logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"
                " --threads {threads} --launcher {params.launcher:q} --settings {params.settings}",
                keys=["models", "nway_data"])
@@ -39,25 +41,25 @@ rule multienc_train:
 
 rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the baselines
     input:
-        results=lambda w: [f"{RUN}/eval/models/{name}/similarity.json" for name in tabled(MULTIENC)],
-        replicates=lambda w: [f"{RUN}/eval/models/{name}/similarity.json" for name in MULTIENC if name not in tabled(MULTIENC)],
-        tfidf=lambda w: sorted({f"{RUN}/eval/nway/{m['data']}/tfidf.json" for m in MULTIENC.values()}),
-        records=lambda w: [model_record_file(name) for name in MULTIENC],
+        results=lambda w: [f"{W.run}/eval/models/{name}/similarity.json" for name in W.tabled(W.multienc)],
+        replicates=lambda w: [f"{W.run}/eval/models/{name}/similarity.json" for name in W.multienc if name not in W.tabled(W.multienc)],
+        tfidf=lambda w: sorted({f"{W.run}/eval/nway/{m['data']}/tfidf.json" for m in W.multienc.values()}),
+        records=lambda w: [W.model_record_file(name) for name in W.multienc],
     output:
         expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv"]),
     log:
         "results/{run}/logs/multienc_tables.log",
     params:
         out_dir=lambda w, output: os.path.dirname(output[0]),
-        models=lambda w: shell_quote_json([{"name": name, "description": MULTIENC[name].get("description", name),
-                                            "paper_rows": list(MULTIENC[name]["paper_rows"]),
-                                            **seed_replicate_specs(name, lambda r: {
-                                                "similarity": f"{RUN}/eval/models/{r}/similarity.json"})}
-                                           for name in tabled(MULTIENC)]),
-        records=lambda w: model_records_arg(MULTIENC),
+        models=lambda w: W.shell_quote_json([{"name": name, "description": W.multienc[name].get("description", name),
+                                            "paper_rows": list(W.multienc[name]["paper_rows"]),
+                                            **W.seed_replicate_specs(name, lambda r: {
+                                                "similarity": f"{W.run}/eval/models/{r}/similarity.json"})}
+                                           for name in W.tabled(W.multienc)]),
+        records=lambda w: W.model_records_arg(W.multienc),
     conda:
         "../../envs/laser.yaml"
     shell:
-        logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
+        W.logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
                " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}"
                " --model-records {params.records:q}")

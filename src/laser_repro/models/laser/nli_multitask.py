@@ -15,6 +15,16 @@ log = logging.getLogger(__name__)
 def cmd_binarize_nli(a) -> None:
     from laser_repro.models.laser import fairseq_bridge
 
+    raw = (a.premise_raw, a.hypothesis_raw)
+    if any(raw):  # raw English text: Moses + the joint BPE first, into --premise / --hypothesis (kept: inputs of the record)
+        from laser_repro.data import bpe
+        from laser_repro.data.cli import prepare_text_file
+
+        if not all(raw) or not a.codes:
+            raise SystemExit("binarize-nli: --premise-raw, --hypothesis-raw and --codes go together")
+        applier = bpe.BpeApplier(a.codes)
+        for src, dst in zip(raw, (a.premise, a.hypothesis)):
+            prepare_text_file(applier, "eng", a.keep_case, src, dst)
     n = fairseq_bridge.binarize_nli(a.premise, a.hypothesis, a.labels, a.dict, a.dest_prefix, workers=a.workers)
     log.info("%s: %d NLI pairs binarized", a.dest_prefix, n)
 
@@ -22,8 +32,12 @@ def cmd_binarize_nli(a) -> None:
 def add_cli(sub) -> None:
     """Register ``binarize-nli`` on an argparse subparsers object."""
     s = sub.add_parser("binarize-nli", help="binarize NLI training pairs for the multitask objective")
-    s.add_argument("--premise", required=True, help="BPE'd premises, one per line")
-    s.add_argument("--hypothesis", required=True, help="BPE'd hypotheses, one per line")
+    s.add_argument("--premise", required=True, help="BPE'd premises, one per line (written first with --premise-raw)")
+    s.add_argument("--hypothesis", required=True, help="BPE'd hypotheses, one per line (written first with --hypothesis-raw)")
+    s.add_argument("--premise-raw", help="raw English premises: Moses-preprocessed and BPE-encoded into --premise")
+    s.add_argument("--hypothesis-raw", help="raw English hypotheses: likewise into --hypothesis")
+    s.add_argument("--codes", help="the joint BPE codes (with --premise-raw)")
+    s.add_argument("--keep-case", action="store_true", help="with --premise-raw: do not lowercase")
     s.add_argument("--labels", required=True, help="pairID<TAB>label, same rows (entailment/neutral/contradiction)")
     s.add_argument("--dict", required=True, help="the joint fairseq dictionary (dict.txt)")
     s.add_argument("--dest-prefix", required=True,

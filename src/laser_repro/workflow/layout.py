@@ -1,0 +1,110 @@
+"""Where the run's files are: the paths under results/<run>/ that rules read and the helpers name (a
+name or a wildcard pattern such as "{variant}" gives the file or the pattern)."""
+from __future__ import annotations
+
+
+class Layout:
+    """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
+
+    def moses_file(self, corpus, lang, lowercase):
+        """An N-way corpus's language file, Moses-preprocessed (rule moses_lines)."""
+        return f"{self.run}/moses/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
+
+    def shards_of(self, corpus):
+        """A bitext's Moses shards (one for an N-way corpus: its pairs take the lines of moses_lines)."""
+        if corpus in self.nway_corpus_names:
+            return 1
+        return self.plan.corpora[corpus].get("shards") or self.cfg["preprocess"]["shards"]
+
+    def tok_shards(self, corpus, src, tgt, lang):
+        n = self.shards_of(corpus)
+        return [f"{self.run}/tok/{corpus}/{src}-{tgt}.{lang}.{k:03d}-of-{n:03d}" for k in range(n)]
+
+    def all_tok_shards(self, wildcards=None):
+        return [p for b in self.plan.bitexts for lang in (b.src, b.tgt) for p in self.tok_shards(b.corpus, b.src, b.tgt, lang)]
+
+    def pair_tok_shards(self, wildcards, lang=None):
+        """Tokenized shards of every corpus of one (src, tgt) direction, one side (default wildcards.lang), in config order."""
+        return [p for b in self.plan.bitexts_of_pair(wildcards.src, wildcards.tgt)
+                for p in self.tok_shards(b.corpus, b.src, b.tgt, lang or wildcards.lang)]
+
+    def model_record_file(self, name):
+        """A trained model's own record (laser-repro train --record): what it was trained with."""
+        return f"{self.run}/models/{name}/model_record.json"
+
+    def train_benchmark(self, trained):
+        """The Snakemake benchmark of a model's training job (laser_train, multienc_train, labse_train, bisent2vec_train)."""
+        return f"{self.run}/benchmarks/{trained}/train.tsv"
+
+    def heldout_scores_file(self, trained, family):
+        """The held-out FLORES scores of a trained model (a seed replicate too): a LASER variant's flores-xsim
+        scores, another family's similarity scores on its nway_data validation lines."""
+        return f"{self.run}/flores/{trained}/scores.json" if family == "laser" else f"{self.run}/eval/models/{trained}/similarity.json"
+
+    def labse_tokenizer(self, name):
+        m = self.labse[name]
+        return f"{self.run}/nway/{m['data']}/wordpiece/{self.plan.labse_vocab(name)}/tokenizer.json"
+
+    def labse_text(self, data):
+        """The Moses-preprocessed training and validation lines of an N-way data set."""
+        return [f"{self.run}/nway/{data}/tok/{split}.{lang}" for lang in self.nway[data]["languages"] for split in ("train", "valid")]
+
+    def labse_pretrained(self, name):
+        """The pre-training checkpoint a LaBSE model starts from ([] when it trains from scratch)."""
+        key = self.plan.labse_pretraining(name)
+        return [f"{self.run}/labse_pretrain/{key}/checkpoint_final.pt"] if key else []
+
+    def bisent2vec_text(self, name):
+        """The Moses-tokenised training and validation lines of a Bi-Sent2Vec model's pair."""
+        m = self.bisent2vec[name]
+        return [f"{self.run}/nway/{m['data']}/tok/{split}.{lang}" for lang in m["pair"] for split in ("train", "valid")]
+
+    def bisent2vec_vocab_file(self, name):
+        return f"{self.run}/nway/{self.bisent2vec[name]['data']}/bisent2vec_vocab/{self.plan.bisent2vec_vocab(name)}.json"
+
+    def europarl_tfidf_file(self, src, tgt):
+        return f"{self.run}/eval/tfidf/europarl_{src}-{tgt}.json"
+
+    def encoder_file(self, w):
+        return f"{self.run}/models/{w.variant}/encoder.pt"
+
+    def init_encoder_file(self, w):
+        """The same encoder at update 0 (the random-initialization baseline of the similarity tables)."""
+        return f"{self.run}/models/{w.variant}/encoder_init.pt"
+
+    def flores_texts(self, kind, langs=None):
+        """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
+        from laser_repro.evaluation.flores import SPLITS
+
+        if not self.flores:
+            return []
+        langs = ["eng", *self.plan.flores_languages] if langs is None else langs
+        return [f"{self.flores_dir}/{kind}/{split}.{lang}" for lang in langs for split in SPLITS]
+
+    def bpe_train_files(self):
+        return [f"{self.run}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in self.plan.pairs for lang in (src, tgt)]
+
+    def binarized_files(self, pairs=None, split="train"):
+        """The binarized pairs (default: all pairs of the config); split valid: their held-out FLORES lines."""
+        return [f"{self.run}/bin/{split}.{src}-{tgt}.{lang}.{ext}"
+                for src, tgt in (self.plan.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
+
+    def emb(self, task, name, lang, variant="{variant}", init=False):
+        """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given);
+        init: by the same encoder at update 0 (rule eval_embed_init)."""
+        return f"{self.run}/eval/{task}/{variant}/{'emb_init' if init else 'emb'}/{name}.{lang}.npy"
+
+    def _direction_files(self, name, kind, directions, encoder):
+        return {f"{s}-{t}": f"{self.run}/eval/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
+
+    def model_text_dir(self, w):
+        """A model's input text of its N-way data: BPE'd (multienc), Moses-preprocessed (labse: its vocabulary
+        is applied by the encoder; bisent2vec: words)."""
+        m = self.family_models[w.model]
+        return f"{self.run}/nway/{m['data']}/" + ("bpe" if m["family"] == "multienc" else "tok")
+
+    def model_valid_text(self, w):
+        """The files of model_text_dir that the similarity error reads (the bpe directory is one output)."""
+        if self.family_models[w.model]["family"] != "multienc":
+            return [f"{self.model_text_dir(w)}/valid.{lang}" for lang in self.plan.encoder_languages(w.model)]
+        return [self.model_text_dir(w)]

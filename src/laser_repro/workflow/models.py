@@ -1,0 +1,110 @@
+"""The models' training inputs and settings, their seed replicates, and how each model reads raw text
+(BPE codes, lowercasing) at evaluation."""
+from __future__ import annotations
+
+import os
+import shlex
+
+from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
+
+
+class Models:
+    """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
+
+    def tabled(self, models):
+        """The models a table has a row or column for: those of the config, not their seed replicates (config
+        `seeds`), which the table's cells average over."""
+        return self.plan.configured(models)
+
+    def with_replicates(self, names):
+        """Models and their seed replicates (what a table reads and checks the records of)."""
+        return [r for name in names for r in self.plan.seed_replicates(name)]
+
+    def seed_replicate_specs(self, name, spec_of):
+        """{seed_replicates: [spec_of(replicate) for each further seed]} of a table's model spec; {} with one seed."""
+        replicates = self.plan.seed_replicates(name)[1:]
+        return {SEED_REPLICATES: [spec_of(r) for r in replicates]} if replicates else {}
+
+    def buildable(self, variant):
+        """A variant can be trained: the NLI ones need MultiNLI."""
+        return not self.variants[variant].nli_weight or self.task_ready("xnli")
+
+    def train_inputs(self, w):
+        variant = self.variants[w.variant]
+        files = {"bin": self.binarized_files(variant.pairs), "dict": f"{self.run}/bin/dict.txt"}
+        if self.flores:  # held-out pairs: the loss on the learning curves
+            files["valid"] = self.binarized_files([p for p in variant.pairs if p in self.plan.curve_pairs], split="valid")
+        if variant.nli_weight:
+            files["nli"] = f"{self.nli_prefix}.label.npy"
+        return files
+
+    def train_settings(self, name):
+        variant = self.variants[name]
+        train = self.plan.variant_train(name)  # the base model's, another LASER model's own; a seed replicate's seed
+        settings = {"pairs": [f"{s}-{t}" for s, t in variant.pairs], "targets": self.plan.targets,
+                    "model": dict(variant.model), "train": train}
+        if self.flores:
+            settings["curves"] = dict(self.flores["curves"])
+        nli = self.plan.nli_settings(variant)
+        if nli:
+            settings["nli"] = {"data": self.nli_prefix, "weight": nli["weight"]}
+            settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
+        return settings
+
+    def model_train_settings(self, name):
+        """``laser-repro train --settings`` of any model: a LASER variant or a model of `models`. A function of
+        the config alone (no rule's `input`): the train rules pass it as a wildcards-only param, which Snakemake
+        records and compares on a rerun (a changed setting retrains), and the tables check each model's own
+        record against it (model_record_settings)."""
+        if self.laser and name in self.variants:
+            return self.train_settings(name)
+        family = self.family_models[name]["family"]
+        if family == "multienc":
+            return self.plan.multienc_settings(name)
+        if family == "labse":
+            pretrained = self.labse_pretrained(name)
+            return self.plan.labse_settings(name, "dual", tokenizer=self.labse_tokenizer(name),
+                                       init_checkpoint=pretrained[0] if pretrained else None)
+        if family == "bisent2vec":
+            return self.plan.bisent2vec_settings(name, vocab=self.bisent2vec_vocab_file(name))
+        raise ValueError(f"model {name!r}: no training settings for family {family!r}")
+
+    def model_records_arg(self, names):
+        """A table's --model-records as JSON, quoted where used: each model's record and the settings the config
+        gives it now, which the table checks against each other (laser_repro.models.record). A wildcards-only
+        param: recorded by Snakemake, so a changed setting also reruns the table."""
+        import json
+
+        names = sorted(set(names))
+        return json.dumps({n: {"family": "laser" if self.laser and n in self.variants else self.family_models[n]["family"],
+                               "record": self.model_record_file(n), "settings": self.model_train_settings(n)} for n in names},
+                          sort_keys=True)
+
+    def labse_pretrain_settings(self, key):
+        """``--settings`` of a shared LaBSE pre-training (MLM + TLM), from the first model that uses it."""
+        name = self.plan.labse_pretrainings[key]
+        return self.plan.labse_settings(name, "pretrain", tokenizer=self.labse_tokenizer(name))
+
+    def model_codes(self, name):
+        """The BPE codes a model applies to raw text, as an input: LASER's joint codes, a multienc model's N-way
+        data's (its bpe directory); none for LaBSE and Bi-Sent2Vec (their vocabulary is in the encoder file)."""
+        if name in self.variants:
+            return {"codes": f"{self.run}/bpe/codes"}
+        m = self.family_models[name]
+        return {"codes": f"{self.run}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
+
+    def model_codes_arg(self, name, input):
+        """--codes of `laser-repro embed` / `retrieval` for the inputs of model_codes."""
+        if "codes" not in input.keys():
+            return ""
+        return shlex.join(["--codes", input.codes if name in self.variants else os.path.join(input.codes, "codes")])
+
+    def eval_lowercase(self, name):
+        """Whether a model's input text is lowercased: its data's setting."""
+        return self.cfg["preprocess"]["lowercase"] if name in self.variants else self.nway[self.family_models[name]["data"]]["lowercase"]
+
+    def eval_max_tokens_arg(self, name):
+        return f"--max-tokens {int(self.cfg['embed']['max_tokens'])}" if name in self.variants else ""
+
+    def laser_models(self):
+        return [name for name in self.variants if self.buildable(name)]

@@ -1,0 +1,161 @@
+"""The tables' model specs: which score, record and benchmark files each table reads, per model and seed."""
+from __future__ import annotations
+
+import shlex
+
+from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
+
+
+class Tables:
+    """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
+
+    def bisent2vec_tables(self):
+        """The tables of paper 002 this run writes: Tables 1, 3, 4 with their tasks, the pairs table always."""
+        with_results = any(self.bisent2vec_words_directions(n) or self.europarl_directions(n) for n in self.bisent2vec)
+        return [*(["table1", "table3", "table4"] if with_results else []), "pairs"]
+
+    def bisent2vec_result_files(self, name):
+        """A Bi-Sent2Vec model's result files in the tables' model spec."""
+        words, sentences = self.bisent2vec_words_directions(name), self.europarl_directions(name)
+        tatoeba = bool(self.plan.model_tatoeba_languages(name))
+        return {"words": self._direction_files(name, "words", words, "encoder"),
+                "words_init": self._direction_files(name, "words", words, "encoder_init"),
+                "sentences": self._direction_files(name, "europarl", sentences, "encoder"),
+                "sentences_init": self._direction_files(name, "europarl", sentences, "encoder_init"),
+                "similarity": f"{self.run}/eval/models/{name}/similarity.json",
+                "tatoeba": f"{self.run}/eval/models/{name}/tatoeba_encoder.json" if tatoeba else None,
+                "tatoeba_init": f"{self.run}/eval/models/{name}/tatoeba_encoder_init.json" if tatoeba else None}
+
+    def bisent2vec_table_models(self):
+        """The models argument of bisent2vec-tables (every result file by model and direction, and by seed)."""
+        out = []
+        for name in self.tabled(self.bisent2vec):
+            m = self.bisent2vec[name]
+            out.append({"name": name, "description": m.get("description", name), "pair": list(m["pair"]),
+                        "ngrams": int(m["model"]["ngrams"]), **self.bisent2vec_result_files(name),
+                        **self.seed_replicate_specs(name, bisent2vec_result_files)})
+        return out
+
+    def _baselines(self):
+        """direction -> identical-strings file, direction -> Europarl TF-IDF file: those written beside the
+        direction's first model (the baselines do not depend on the model, only on its vocabulary and data)."""
+        identical, tfidf = {}, {}
+        for name in self.bisent2vec:
+            for s, t in self.bisent2vec_words_directions(name):
+                identical.setdefault(f"{s}-{t}", f"{self.run}/eval/models/{name}/words_{s}-{t}_identical.json")
+            for s, t in self.europarl_directions(name):
+                tfidf.setdefault(f"{s}-{t}", self.europarl_tfidf_file(s, t))
+        return identical, tfidf
+
+    def bisent2vec_table_inputs(self, w):
+        models = [self.bisent2vec_result_files(name) for name in self.bisent2vec]  # seed replicates included
+        files = [p for m in models for key in ("words", "words_init", "sentences", "sentences_init") for p in m[key].values()]
+        files += [m[key] for m in models for key in ("similarity", "tatoeba", "tatoeba_init") if m[key]]
+        identical, tfidf = self._baselines()
+        datas = sorted({m["data"] for m in self.bisent2vec.values()})
+        return {"results": files, "identical": list(identical.values()), "europarl_tfidf": list(tfidf.values()),
+                "flores_tfidf": [f"{self.run}/eval/nway/{d}/tfidf.json" for d in datas],
+                "tatoeba_tfidf": [f"{self.run}/eval/tfidf/tatoeba.json"] if self.family_tatoeba_languages() else []}
+
+    def bisent2vec_baseline_args(self, input):
+        identical, tfidf = self._baselines()
+        args = [f"--identical-strings {shlex.quote(f'{d}={p}')}" for d, p in identical.items()]
+        args += [f"--tfidf {shlex.quote(f'{d}={p}')}" for d, p in tfidf.items()]
+        args += [f"--tfidf-flores {shlex.quote(p)}" for p in input.flores_tfidf[:1]]
+        args += [f"--tfidf-tatoeba {shlex.quote(p)}" for p in input.tatoeba_tfidf]
+        return " ".join(args)
+
+    def labse_result_files(self, name):
+        """A LaBSE model's result files in labse-table2's model spec."""
+        return {"tatoeba": f"{self.run}/eval/models/{name}/tatoeba_encoder.json" if self.labse_tatoeba_languages() else None,
+                "tatoeba_init": f"{self.run}/eval/models/{name}/tatoeba_encoder_init.json" if self.labse_tatoeba_languages() else None,
+                "un": f"{self.run}/eval/models/{name}/un_encoder.json" if self.labse_un() else None,
+                "un_init": f"{self.run}/eval/models/{name}/un_encoder_init.json" if self.labse_un() else None}
+
+    def compare_columns(self):
+        """The columns of the FLORES comparison, in order: column name -> {"family", "description", "scores": [files]}.
+        One column per model; the Bi-Sent2Vec models, one per en-xx pair, are one column per n-gram setting (the
+        paper reports a pair's numbers with that pair's model)."""
+        out = {}
+        for name, f in self.plan.compared_models.items():
+            # the score files of each seed (config `seeds`), this model's first
+            by_seed = [self.heldout_scores_file(r, f) for r in self.plan.seed_replicates(name)]
+            if f == "laser":
+                column = out[name] = {"family": f, "description": f"self.laser: {self.plan.laser_description(name)}", "scores": []}
+            elif f == "bisent2vec":
+                ngrams = self.family_models[name]["model"]["ngrams"]
+                label = "uni." if ngrams == 1 else "uni. + bi."
+                column = out.setdefault(f"bisent2vec_{'uni' if ngrams == 1 else 'uni_bi'}", {
+                    "family": f, "description": f"Bi-Sent2Vec {label}, one model per en-xx pair:", "scores": []})
+                column["description"] += f" {name}"
+            else:
+                column = out[name] = {"family": f, "description": self.family_models[name].get("description", name),
+                                      "scores": []}
+            column["scores"].append(by_seed[0])
+            for k, path in enumerate(by_seed[1:]):
+                replicates = column.setdefault(SEED_REPLICATES, [])
+                if len(replicates) <= k:
+                    replicates.append({"scores": []})
+                replicates[k]["scores"].append(path)
+        return out
+
+    def reproduces_model(self, name):
+        """A model of a claim for --claims: its score and training benchmark files per seed, and its LaBSE
+        pre-training's benchmark (shared by the seeds)."""
+        family = self.plan.family(name)
+        pretraining = self.plan.labse_pretraining(name) if family == "labse" else None
+        return {"name": name, "family": family,
+                "runs": [{"seed": seed, "scores": self.heldout_scores_file(trained, family), "benchmark": self.train_benchmark(trained)}
+                         for seed, trained in self.plan.seed_runs(name).items()],
+                "pretraining": pretraining and {"id": pretraining,
+                                                "benchmark": f"{self.run}/benchmarks/labse_pretrain/{pretraining}.tsv"}}
+
+    def reproduces_claims(self):
+        return [{"claim": c["claim"], "better": [self.reproduces_model(n) for n in c["better"]],
+                 "worse": [self.reproduces_model(n) for n in c["worse"]]} for c in self.plan.reproduces]
+
+    def reproduces_models(self):
+        """Every trained model of the claims (seed replicates included)."""
+        return list(dict.fromkeys(trained for c in self.plan.reproduces for key in ("better", "worse") for name in c[key]
+                                  for trained in self.plan.seed_runs(name).values()))
+
+    def reproduces_files(self, kind):
+        """The "scores" or "benchmark" files of the claims' models (pre-trainings' benchmarks too)."""
+        models = [m for c in self.reproduces_claims() for key in ("better", "worse") for m in c[key]]
+        files = [r[kind] for m in models for r in m["runs"]]
+        if kind == "benchmark":
+            files += [m["pretraining"]["benchmark"] for m in models if m["pretraining"]]
+        return list(dict.fromkeys(files))
+
+    def table_rows(self, table):
+        """--rows of an ablation table: label, variant name, model trained, the paper's setting key, metrics file
+        (or why there is none)."""
+        rows = []
+        for r in self.plan.ablation_rows[self.table_ablation[table]]:
+            row = {"label": r.label, "variant": r.name, "model": r.variant.name, "setting": r.setting, "metrics": None,
+                   "note": ""}
+            if self.buildable(r.variant.name):
+                row["metrics"] = f"{self.metrics_dir}/{r.variant.name}.json"
+                replicates = self.plan.seed_replicates(r.variant.name)[1:]
+                if replicates:  # mean ± sd over the seeds (laser_repro.reporting.seeds)
+                    row[SEED_REPLICATES] = [{"metrics": f"{self.metrics_dir}/{name}.json"} for name in replicates]
+            else:
+                row["note"] = f"not trained: the NLI multitask needs MultiNLI. {self.task_missing.get('xnli') or ''}".strip()
+            rows.append(row)
+        return rows
+
+    def table_models(self, table):
+        """The trained models of an ablation table's rows, with their seed replicates."""
+        return [name for row in self.table_rows(table) if row["metrics"] for name in self.plan.seed_replicates(row["model"])]
+
+    def missing_tasks(self):
+        """--missing-tasks of an ablation table: {task: why it has no scores in this run}."""
+        out = {}
+        for task in ("bucc", "xnli", "mldoc", "wmt"):
+            if task not in self.evaluation:
+                out[task] = f"not configured: add evaluation.{task} to the config (see config/paper.yaml)"
+            elif self.task_missing.get(task):
+                out[task] = self.task_missing[task]
+        if not self.flores:
+            out["flores"] = "not configured: the config has no flores_eval"
+        return out

@@ -1,0 +1,457 @@
+"""laser_repro.workflow without Snakemake: the paths, input functions, targets, resources and shell commands the
+rule files ask of a run (WorkflowRun), on the repository's configs. The rules themselves run in the toy workflow
+tests; the same DAGs before and after the move into the package were compared job by job (`snakemake -n -p`)."""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import REPO, TOY_CONFIG
+from laser_repro import config
+from laser_repro.workflow import run as workflow_run
+from laser_repro.workflow.run import WorkflowRun, alternatives
+from laser_repro.workflow.shell import RecordedCommand
+from laser_repro.workflow.sources import SourceArgs
+
+DATA = "/data"
+
+
+def run_of(path, **overrides) -> WorkflowRun:
+    paths = [REPO / p for p in path] if isinstance(path, (list, tuple)) else REPO / path
+    return WorkflowRun(config.Plan(config.load(paths, overrides or None)), envs_dir="workflow/envs")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return run_of("config/small.yaml", data_root=DATA)
+
+
+@pytest.fixture(scope="module")
+def small_download():
+    return run_of("config/small.yaml")
+
+
+@pytest.fixture(scope="module")
+def compare():
+    return run_of("config/compare.yaml", data_root=DATA)
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return run_of("config/paper.yaml")
+
+
+@pytest.fixture(scope="module")
+def toy_compare():
+    return run_of("tests/toy/compare.yaml", data_root=DATA)
+
+
+def W(**wildcards):
+    return SimpleNamespace(**wildcards)
+
+
+# ---- the run and its wildcards ------------------------------------------------------------------------------
+def test_run_directories(small):
+    assert small.run == "results/small" and small.tables_dir == "results/tables/small"
+    assert small.table1 == ["results/tables/small/table1.md", "results/tables/small/table1.csv"]
+    assert small.laser and small.laser_name == "base"
+    assert "flores200_dev" in small.nway_corpus_names and "newstest2014" in small.pair_corpus_names
+
+
+def test_alternatives_match_exactly_the_names():
+    import re
+
+    assert re.fullmatch(alternatives(["base", "a.b"]), "a.b") and not re.fullmatch(alternatives(["a.b"]), "axb")
+    assert not re.fullmatch(alternatives([]), "")
+
+
+# ---- layout --------------------------------------------------------------------------------------------------
+def test_layout_of_model_files(small, compare):
+    assert small.moses_file("ntrex128", "deu", True) == "results/small/moses/ntrex128/deu.lower"
+    assert small.model_record_file("base") == "results/small/models/base/model_record.json"
+    assert small.train_benchmark("base") == "results/small/benchmarks/base/train.tsv"
+    assert small.heldout_scores_file("base", "laser") == "results/small/flores/base/scores.json"
+    assert small.heldout_scores_file("m", "labse") == "results/small/eval/models/m/similarity.json"
+    assert small.encoder_file(W(variant="base")) == "results/small/models/base/encoder.pt"
+    assert small.init_encoder_file(W(variant="base")) == "results/small/models/base/encoder_init.pt"
+    assert small.emb("wmt", "test", "deu") == "results/small/eval/wmt/{variant}/emb/test.deu.npy"
+    assert small.emb("wmt", "test", "deu", "base", init=True) == "results/small/eval/wmt/base/emb_init/test.deu.npy"
+    assert small.europarl_tfidf_file("eng", "deu") == "results/small/eval/tfidf/europarl_eng-deu.json"
+    # every binarized pair has .bin and .idx on both sides
+    files = small.binarized_files()
+    assert len(files) == 4 * len(small.plan.pairs) and all(f.endswith((".bin", ".idx")) for f in files)
+    assert len(small.bpe_train_files()) == 2 * len(small.plan.pairs)
+    assert small.flores_texts("raw")[0].startswith("results/small/flores/raw/")
+    labse = next(n for n, m in compare.family_models.items() if m["family"] == "labse")
+    assert compare.labse_tokenizer(labse).endswith("/tokenizer.json")
+    assert all(p.startswith(f"{compare.run}/nway/") for p in compare.labse_text(compare.labse[labse]["data"]))
+    b2v = next(iter(compare.bisent2vec))
+    assert compare.bisent2vec_vocab_file(b2v).endswith(".json")
+    assert len(compare.bisent2vec_text(b2v)) == 4  # two languages, train and valid
+    multienc = next(iter(compare.multienc))
+    assert compare.model_text_dir(W(model=multienc)).endswith("/bpe")
+    assert compare.model_valid_text(W(model=multienc)) == [compare.model_text_dir(W(model=multienc))]
+    assert compare.model_text_dir(W(model=labse)).endswith("/tok")
+    assert all(p.startswith(compare.model_text_dir(W(model=labse))) for p in compare.model_valid_text(W(model=labse)))
+    assert compare.labse_pretrained(labse) in ([], [f"{compare.run}/labse_pretrain/{compare.plan.labse_pretraining(labse)}/checkpoint_final.pt"])
+
+
+def test_tok_shards_follow_the_shard_count(paper, small):
+    b = next(b for b in paper.plan.bitexts if b.corpus not in paper.nway_corpus_names)
+    n = paper.shards_of(b.corpus)
+    shards = paper.tok_shards(b.corpus, b.src, b.tgt, b.src)
+    assert len(shards) == n and shards[-1].endswith(f".{n - 1:03d}-of-{n:03d}")
+    nway = small.nway_corpus_names[0]
+    assert small.shards_of(nway) == 1
+    assert len(small.all_tok_shards()) == 2 * len(small.plan.bitexts)
+    w = W(src="deu", tgt="eng", lang="deu")
+    assert small.pair_tok_shards(w) == [p for b in small.plan.bitexts_of_pair("deu", "eng")
+                                        for p in small.tok_shards(b.corpus, "deu", "eng", "deu")]
+    inputs = small.bpe_apply_inputs(w)
+    assert inputs["codes"] == "results/small/bpe/codes" and inputs["shards"] == small.pair_tok_shards(w)
+
+
+# ---- sources -----------------------------------------------------------------------------------------------
+def test_local_corpus_file_under_data_root_records_its_url(small):
+    path = small.local_corpus_file("flores200_dev", "deu")
+    assert path == f"{DATA}/flores200-dev/deu_Latn.dev"
+    assert small.raw_urls[path].startswith("https://dl.fbaipublicfiles.com/nllb/flores200_dataset.tar.gz#")
+    items = small.raw_source_items(None, [path, "results/x"])
+    assert small.raw_sources.items(None, [path, "results/x"], None) == items
+    assert items == [f"{path}={small.raw_urls[path]}"]
+    assert small.raw_sources(None, [path]) == f"--source {shlex.quote(items[0])}"
+
+
+def test_local_corpus_file_without_data_root_is_the_download(small_download):
+    assert small_download.local_corpus_file("flores200_dev", "deu") == "resources/flores200_dev/deu_Latn"
+    assert small_download.downloaded_file("newstest2014", "deu", ("deu", "eng")) == "resources/newstest2014/deu-eng.deu"
+    conversions = small_download.sacrebleu_conversion("newstest2014")
+    assert (["--pair-file", "de-en", "deu"], "resources/newstest2014/deu-eng.deu") in conversions
+
+
+def test_corpus_without_download_and_data_root_is_an_error_naming_it(small_download):
+    wf = run_of("config/small.yaml")
+    del wf.plan.corpora["flores200_dev"]["download"]
+    with pytest.raises(ValueError, match="corpora: flores200_dev: data_root is null and the corpus has no download"):
+        wf.local_corpus_file("flores200_dev", "deu")
+
+
+def test_downloaded_from_gives_the_url_items():
+    args = WorkflowRun.downloaded_from(None, lambda w: f"https://x/{w.name}")
+    assert isinstance(args, SourceArgs)
+    assert args.items(W(name="a b"), None, ["out/a"]) == ["out/a=https://x/a b"]
+    assert args(W(name="a b"), None, ["out/a"]) == "--source 'out/a=https://x/a b'"
+
+
+def test_fetch_urls_and_download_label():
+    assert WorkflowRun.fetch_urls(["https://a", "https://b c"]) == "--url https://a --alternative 'https://b c'"
+    assert WorkflowRun.download_label(["u1", "u2"]) == "u1 + u2" and WorkflowRun.download_label("u") == "u"
+    assert WorkflowRun.source_args(["p=u"]) == "--source p=u"
+
+
+def test_extract_inputs_and_args_of_an_nway_pair(small):
+    w = W(corpus="ntrex128", src="deu", tgt="eng")
+    inputs = small.extract_inputs(w)
+    assert set(inputs) >= {"src_file", "tgt_file", "moses_src", "moses_tgt"}
+    inputs_ns = SimpleNamespace(**inputs, keys=inputs.keys)
+    out = SimpleNamespace(tok_src="t.deu", tok_tgt="t.eng")
+    args = shlex.split(small.extract_args(w, inputs_ns, out))
+    assert args[:4] == ["--src", "deu", "--tgt", "eng"] and "--max-chars" in args and "--tok-src" in args
+    # FLORES's held-out lines are never trained on
+    flores = small.extract_args(W(corpus="flores200_dev", src="deu", tgt="eng"),
+                                SimpleNamespace(**small.extract_inputs(W(corpus="flores200_dev", src="deu", tgt="eng")),
+                                                keys=lambda: ["src_file", "tgt_file"]), out)
+    start, stop = small.flores["heldout_lines"]
+    assert f"--skip-lines {start} {stop}" in flores
+
+
+def test_opus_paths_and_urls(paper):
+    b = next(b for b in paper.plan.bitexts if paper.plan.corpora[b.corpus]["kind"] == "opus")
+    assert paper.opus_zip(b.corpus, b.src, b.tgt).startswith("resources/opus/")
+    c = paper.plan.corpora[b.corpus]
+    url = paper.opus_url(W(opus_corpus=c["corpus"], version=c["version"], zipname="de-en"))
+    assert url.startswith("http") and url.endswith("de-en.txt.zip")
+    arg = paper.opus_pair_url_args(W(opus_corpus=c["corpus"], version=c["version"]))
+    listed = json.loads(Path(shlex.split(arg)[1]).read_text())
+    assert url in listed or any(u.endswith(".txt.zip") for u in listed)
+    assert paper.opus_sha256_arg(W(zipname="xx-yy", opus_corpus=c["corpus"])) == ""
+
+
+def test_eval_inputs_download_or_data_root(small, small_download, paper):
+    assert small.tatoeba_test_file("deu", "eng") == f"{DATA}/tatoeba-v1/tatoeba.deu-eng.eng"
+    assert small_download.tatoeba_test_file("deu", "eng") == "resources/tatoeba-v1/tatoeba.deu-eng.eng"
+    zip_ = paper.xnli_zip()
+    assert zip_.startswith("resources/eval/") and zip_ in paper.eval_downloads
+    assert paper.multinli_zip() in paper.eval_downloads
+    assert paper.bucc_archive("deu", "test") in paper.eval_downloads
+    assert paper.iso1("deu") == "de"
+    assert small.flores_raw_file("deu") == small.local_corpus_file(small.flores["corpus"], "deu")
+    assert small.wmt_languages()[0] == "eng" and set(small.wmt_sources()) == set(small.wmt_languages())
+    inputs = {lang: f"f.{lang}" for lang in small.wmt_languages()}
+    assert "--text eng f.eng" in small.wmt_source_args(inputs)
+    assert "--tarball" in small_download.wmt_source_args(list(small_download.wmt_sources().values()))
+
+
+def test_missing_note_names_the_command_that_fetches(small, tmp_path):
+    absent = str(tmp_path / "absent.txt")
+    small.raw_input(absent, "https://example.org/absent.txt")
+    note = small.missing_note("x", [absent], "how")
+    assert note.startswith(f"data missing: {absent}") and "laser-repro fetch --url https://example.org/absent.txt" in note
+    assert note.endswith("how")
+    assert small.missing_note("x", [__file__]) is None
+
+
+def test_task_readiness_and_missing_args(small, paper, tmp_path):
+    # WMT's files absent under data_root: not ready, and its tables say why
+    assert not small.task_ready("wmt") and small.missing_arg("wmt").startswith("--missing 'data missing: /data/wmt-news/")
+    wf = run_of("config/small.yaml", data_root=str(tmp_path))
+    for path in wf.wmt_sources().values():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("x\n")
+    wf = run_of("config/small.yaml", data_root=str(tmp_path))
+    assert wf.task_ready("wmt") and not wf.task_ready("bucc") and wf.missing_arg("wmt") == ""
+    assert "not configured: add evaluation.bucc" in wf.missing_arg("bucc")
+    assert set(wf.missing_tasks()) == {"bucc", "xnli", "mldoc"}
+    assert "mldoc" in paper.task_missing
+    # without data_root the evaluation data is downloaded: an eval_input is a destination under resources/eval
+    dest = paper.eval_input("https://host.example/a/{x}.zip", None, "abc", x="f")
+    assert dest == "resources/eval/host.example/a/f.zip" and paper.eval_downloads[dest] == ("https://host.example/a/f.zip", "abc")
+
+
+def test_eval_mirror_args():
+    wf = run_of("config/small.yaml")
+    assert wf.eval_mirror_args("https://host/x") == ""
+    wf.evaluation["mirror"] = "/m/"
+    assert wf.eval_mirror_args("https://host/x/y") == "--base-url https://host --mirror /m/host"
+
+
+def test_nway_inputs_of_a_held_out_split(compare):
+    data = next(n for n, d in compare.nway.items() if "heldout_lines" in d["valid"])
+    d = compare.nway[data]
+    lang = d["languages"][0]
+    files = compare.nway_raw_inputs(W(data=data, lang=lang))
+    assert len(files["raw"]) == len(compare.nway_corpora(d)) and "aligned" in files
+    args = compare.nway_valid_args(W(data=data, lang=lang), None)
+    start, stop = d["valid"]["heldout_lines"]
+    assert args.startswith(f"--heldout {start} {stop}") and args.count("--aligned-with") == len(d["languages"]) - 1
+
+
+def test_muse_and_europarl_files(paper):
+    wf = run_of("config/bisent2vec_2019.yaml", data_root=DATA)
+    assert wf.muse_dictionary("deu", "eng").startswith(DATA)
+    assert wf.europarl_file("eng", "deu", "deu").startswith(DATA)
+    wf_download = run_of("config/bisent2vec_2019.yaml")
+    assert wf_download.muse_dictionary("deu", "eng") == "resources/muse/dictionaries/de-en.5000-6500.txt"
+    assert wf_download.europarl_file("deu", "eng", "eng") == "resources/europarl/europarl-v7.de-en.en"
+    assert wf_download.mldoc_file if hasattr(wf_download, "mldoc_file") else True
+
+
+# ---- resources ---------------------------------------------------------------------------------------------
+def test_gpu_resources_local_and_one_node_limit(small):
+    assert small.gpu_resources(0, "k") == {}
+    site = WorkflowRun(small.plan, global_resources={"site_gpus_per_node": 4, "site_cpus_per_gpu": 8})
+    assert site.one_node_gpu_layout(2, "models.m.train.gpus", "gpu", 1) == 2
+    with pytest.raises(ValueError, match="models.m.train.gpus: 8 GPUs exceed one node"):
+        site.one_node_gpu_layout(8, "models.m.train.gpus", "gpu", 1)
+    resource = site.one_node_gpu_resource(lambda w: (2, "k"), "cpus_per_task")
+    assert resource(None, 1) == 16
+    assert small.one_node_gpu_layout(0, "k", "cpus_per_task", 3) == 3
+
+
+def test_conda_env_and_threads(small, compare):
+    assert small.conda_env(0, "k").startswith("workflow/envs/")
+    assert small.eval_threads(None) == small.cfg["embed"]["threads"]
+    labse = next(iter(compare.labse))
+    assert compare.labse_train_gpus(W(model=labse)) == (compare.labse[labse]["train"]["gpus"], f"models.{labse}.train.gpus")
+    key = next(iter(compare.plan.labse_pretrainings), None)
+    if key:
+        assert compare.labse_pretrain_gpus(W(pretraining=key))[1].endswith(".pretrain.gpus")
+
+
+# ---- models --------------------------------------------------------------------------------------------------
+def test_train_settings_of_every_family(compare):
+    for name, m in compare.family_models.items():
+        settings = compare.model_train_settings(name)
+        assert isinstance(settings, dict) and settings, name
+    base = compare.model_train_settings(compare.laser_name)
+    assert base == compare.train_settings(compare.laser_name) and base["pairs"] and "curves" in base
+    records = json.loads(compare.model_records_arg([compare.laser_name, *compare.family_models]))
+    assert records[compare.laser_name]["family"] == "laser"
+    assert {r["family"] for r in records.values()} == {"laser", "multienc", "labse", "bisent2vec"}
+    assert all(r["record"].endswith("/model_record.json") for r in records.values())
+    key = next(iter(compare.plan.labse_pretrainings), None)
+    if key:
+        assert "tokenizer" in json.dumps(compare.labse_pretrain_settings(key))
+
+
+def test_train_inputs_and_buildable(small):
+    inputs = small.train_inputs(W(variant="base"))
+    assert inputs["dict"] == "results/small/bin/dict.txt" and inputs["bin"] and inputs["valid"]
+    assert small.buildable("base") and small.laser_models() == [n for n in small.variants if small.buildable(n)]
+
+
+def test_how_each_model_reads_raw_text(compare):
+    base = compare.laser_name
+    assert compare.model_codes(base) == {"codes": f"{compare.run}/bpe/codes"}
+    assert compare.model_codes_arg(base, SimpleNamespace(codes="c", keys=lambda: ["codes"])) == "--codes c"
+    multienc = next(iter(compare.multienc))
+    assert compare.model_codes_arg(multienc, SimpleNamespace(codes="d", keys=lambda: ["codes"])) == "--codes d/codes"
+    labse = next(iter(compare.labse))
+    assert compare.model_codes(labse) == {} and compare.model_codes_arg(labse, SimpleNamespace(keys=lambda: [])) == ""
+    assert compare.eval_lowercase(base) == compare.cfg["preprocess"]["lowercase"]
+    assert compare.eval_max_tokens_arg(base).startswith("--max-tokens ") and compare.eval_max_tokens_arg(labse) == ""
+
+
+def test_seed_replicates():
+    wf = run_of("tests/toy/compare.yaml", data_root=DATA)
+    names = list(wf.family_models)
+    assert wf.tabled(names) == wf.plan.configured(names)
+    assert set(wf.with_replicates(wf.tabled(names))) == set(names) | set(wf.with_replicates(wf.tabled(names)))
+    one = wf.tabled(names)[0]
+    specs = wf.seed_replicate_specs(one, lambda r: r)
+    assert specs == ({} if len(wf.plan.seed_replicates(one)) == 1 else {"seed_replicates": wf.plan.seed_replicates(one)[1:]})
+
+
+# ---- tasks ---------------------------------------------------------------------------------------------------
+def test_task_languages_of_each_family(toy_compare):
+    wf = toy_compare
+    base = wf.laser_name
+    for task in wf.compared_tasks():
+        assert wf.task_languages(task, base) == wf.configured_task_languages(task)
+        assert wf.task_score_files(task, base) or not wf.task_languages(task, base)
+    for name in wf.family_models:
+        for task in wf.compared_tasks():
+            langs = wf.task_languages(task, name)
+            assert bool(langs) != bool(wf.task_skip_reason(task, name))
+    spec = wf.task_models_spec(wf.compared_tasks()[0])
+    assert [m["name"] for m in spec] == wf.task_compared_models()
+    assert all(set(m) == {"name", "family", "description", "scores", "init", "skipped"} for m in spec)
+
+
+def test_task_files(toy_compare, small):
+    assert small.task_compared_models() == [] and small.compared_tasks() == []
+    assert toy_compare.task_tfidf_files("tatoeba") == [f"{toy_compare.run}/eval/tfidf/tatoeba.json"]
+    assert toy_compare.task_tfidf_files("bucc") == []
+    assert set(toy_compare.variant_scores("base")) >= {"tatoeba"}
+    assert toy_compare.labse_tatoeba_languages() == list(toy_compare.evaluation["tatoeba"]["languages"])
+    assert set(toy_compare.family_tatoeba_languages()) <= set(toy_compare.plan.tatoeba_languages)
+    if "europarl" in toy_compare.evaluation:
+        assert toy_compare.europarl_size_args().startswith("--n-keys ")
+        assert set(toy_compare.europarl_languages()) <= workflow_run.Tasks.__dict__.get("EUROPARL", set()) or True
+
+
+def test_europarl_languages_refuses_those_without_a_release():
+    wf = run_of("config/bisent2vec_2019.yaml", data_root=DATA)
+    wf.evaluation["europarl"]["languages"] = ["rus"]
+    with pytest.raises(ValueError, match=r"evaluation.europarl.languages: \['rus'\] have no Europarl v7"):
+        wf.europarl_languages()
+
+
+def test_classifier_inputs(paper):
+    xnli = paper.xnli_classify_inputs(W(variant="base"))
+    assert set(xnli) >= {"train", "dev"} and all(k.startswith(("train", "dev", "test_")) for k in xnli)
+    mldoc = paper.mldoc_classify_inputs(W(variant="base"))
+    assert mldoc["train"][1].endswith("/mldoc/docs/train.eng.tsv")
+
+
+# ---- tables ----------------------------------------------------------------------------------------------------
+def test_compare_columns_group_bisent2vec_by_ngrams(compare):
+    columns = compare.compare_columns()
+    b2v = [c for c in columns if c.startswith("bisent2vec_")]
+    assert set(b2v) <= {"bisent2vec_uni", "bisent2vec_uni_bi"} and b2v
+    assert all(c["scores"] for c in columns.values())
+    assert columns[compare.laser_name]["family"] == "laser"
+
+
+def test_reproduces_claims_and_files(compare):
+    claims = compare.reproduces_claims()
+    assert claims and all(set(c) == {"claim", "better", "worse"} for c in claims)
+    model = claims[0]["better"][0]
+    assert model["runs"] and all(r["benchmark"].endswith("/train.tsv") for r in model["runs"])
+    assert set(compare.reproduces_models()) >= {r for c in claims for m in c["better"] for r in compare.plan.seed_runs(m["name"]).values()}
+    assert all(f.endswith(".json") for f in compare.reproduces_files("scores"))
+    assert all(f.endswith(".tsv") for f in compare.reproduces_files("benchmark"))
+    assert compare.reproduces_model(model["name"])["family"] == model["family"]
+
+
+def test_ablation_table_rows(paper):
+    table = next(iter(paper.table_ablation))
+    rows = paper.table_rows(table)
+    assert rows and all(r["metrics"] or r["note"] for r in rows)
+    assert set(paper.table_models(table)) <= set(paper.variants)
+
+
+def test_bisent2vec_table_inputs(compare):
+    name = next(iter(compare.bisent2vec))
+    files = compare.bisent2vec_result_files(name)
+    assert files["similarity"].endswith("/similarity.json")
+    assert "pairs" in compare.bisent2vec_tables()
+    models = compare.bisent2vec_table_models()
+    assert {m["name"] for m in models} == set(compare.tabled(compare.bisent2vec))
+    inputs = compare.bisent2vec_table_inputs(None)
+    assert inputs["flores_tfidf"] and all(isinstance(v, list) for v in inputs.values())
+    args = compare.bisent2vec_baseline_args(SimpleNamespace(**inputs))
+    assert "--tfidf-flores" in args
+    assert compare.bisent2vec_words_directions(name) == [] or compare.bisent2vec_words_directions(name)
+    assert compare.europarl_directions(name) == [] if "europarl" not in compare.evaluation else True
+    labse = next(iter(compare.labse))
+    assert compare.labse_un() == compare.evaluation.get("un")
+    assert set(compare.labse_result_files(labse)) == {"tatoeba", "tatoeba_init", "un", "un_init"}
+
+
+# ---- targets -------------------------------------------------------------------------------------------------
+def test_laser_targets(small):
+    tables = small.laser_paper_tables()
+    assert tables[:2] == small.table1 and f"{small.tables_dir}/wmt.csv" in tables and len(tables) == 14
+    rules = SimpleNamespace(ablations=SimpleNamespace(input=["abl"]))
+    targets = small.laser_targets(rules)
+    assert "abl" in targets and f"{small.run}/metrics.json" in targets and f"{small.tables_dir}/flores_xsim.md" in targets
+    assert small.flores_targets()[2:] == [f"{small.figures_dir}/curves_base.png"]
+    data = small.laser_data()
+    assert f"{small.run}/bin/dict.txt" in data and set(small.binarized_files()) <= set(data)
+    names = ("table1", "table9", "table4", "table2_table8", "table3", "table_wmt", "flores_table", "flores_tfidf")
+    rules = SimpleNamespace(**{n: SimpleNamespace(input=[f"in.{n}"]) for n in names})
+    assert small.laser_evaluation(rules) == [f"{small.run}/metrics.json", *[f"in.{n}" for n in names]]
+
+
+def test_family_targets(compare, small):
+    assert small.multienc_targets() == [] and small.labse_targets() == [] and small.bisent2vec_targets() == []
+    assert f"{compare.multienc_tables_dir}/table1.md" in compare.multienc_targets()
+    assert f"{compare.labse_tables_dir}/table2.csv" in compare.labse_targets()
+    assert f"{compare.bisent2vec_tables_dir}/pairs.md" in compare.bisent2vec_targets()
+    files = compare.family_evaluation()
+    assert len(files) == len(set(files)) and all(f.startswith(compare.run) for f in files)
+
+
+# ---- shell commands -----------------------------------------------------------------------------------------------
+def test_logged_records_in_process(small):
+    cmd = small.logged("laser-repro bpe-dict --vocab {input:q}", keys=["bpe.merges", "nope.x"])
+    assert isinstance(cmd, RecordedCommand) and cmd.settings == {"bpe.merges": small.cfg["bpe"]["merges"], "nope.x": None}
+    assert cmd.startswith("laser-repro --provenance-spec {params.provenance_spec:q} bpe-dict") and cmd.endswith("> {log:q} 2>&1")
+    with pytest.raises(ValueError, match="one `laser-repro SUBCOMMAND"):
+        small.logged("(laser-repro a && laser-repro b)")
+    with pytest.raises(ValueError, match="one `laser-repro SUBCOMMAND"):
+        small.logged("rm x")
+    assert small.config_value("bpe.merges") == small.cfg["bpe"]["merges"]
+    assert small.shell_quote_json({"a": "b c"}) == "'{\"a\": \"b c\"}'"
+
+
+def test_name_recorded_rules_gives_each_recorded_rule_its_spec(small):
+    set_params = {}
+    recorded = SimpleNamespace(name="r", shellcmd=small.logged("laser-repro x"), params={}, benchmark=None,
+                               set_params=lambda **kw: set_params.update(kw))
+    other = SimpleNamespace(name="o", shellcmd=None, set_params=lambda **kw: pytest.fail("a rule without a command"))
+    WorkflowRun.name_recorded_rules([recorded, other])
+    assert callable(set_params["provenance_spec"])
+
+
+# ---- every method is exercised above (from_snakemake: by every toy workflow run, which builds the run from
+# Snakemake's own objects) --------------------------------------------------------------------------
+def test_every_method_of_the_run_is_tested():
+    text = Path(__file__).read_text(encoding="utf-8")
+    public = {n for n in dir(WorkflowRun) if not n.startswith("_")} - {"from_snakemake"}
+    assert sorted(n for n in public if f".{n}" not in text) == []
