@@ -8,7 +8,7 @@
 # layout), 16k (config/overlays/paper_today_gpus.yaml) and 32k tokens per GPU in fp16 and bf16, fairseq's
 # reference trainer beside it at 8k and 32k in bf16. Writes OUT_DIR/device_check.json (one entry per step: exit
 # status, seconds, its JSON or log tail) and each step's own files; exit 1 if a step failed. The figures go into
-# docs/cluster.md. (tests/test_mining.py's GPU test needs faiss-gpu, whose CUDA libraries are too large to carry
+# docs/results.md (its GPU sections; docs/cluster.md sizes the requests from them). (tests/test_mining.py's GPU test needs faiss-gpu, whose CUDA libraries are too large to carry
 # to the lent machine: it runs on a cluster's GPU node only.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
