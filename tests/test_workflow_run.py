@@ -214,7 +214,9 @@ def test_task_readiness_and_missing_args(small, paper, tmp_path):
         Path(path).write_text("x\n")
     wf = run_of("config/small.yaml", data_root=str(tmp_path))
     assert wf.task_ready("wmt") and not wf.task_ready("bucc") and wf.missing_arg("wmt") == ""
-    assert "not configured: add evaluation.bucc" in wf.missing_arg("bucc")
+    for task in ("bucc", "xnli", "mldoc"):  # not configured, or configured with its data absent
+        why = "data missing: " if task in wf.evaluation else f"not configured: add evaluation.{task}"
+        assert why in wf.missing_arg(task) and why in wf.missing_tasks()[task]
     assert set(wf.missing_tasks()) == {"bucc", "xnli", "mldoc"}
     assert "mldoc" in paper.task_missing
     # without data_root the evaluation data is downloaded: an eval_input is a destination under resources/eval

@@ -33,7 +33,7 @@ class Tables:
             m = self.bisent2vec[name]
             out.append({"name": name, "description": m.get("description", name), "pair": list(m["pair"]),
                         "ngrams": int(m["model"]["ngrams"]), **self.bisent2vec_result_files(name),
-                        **self.seed_replicate_specs(name, bisent2vec_result_files)})
+                        **self.seed_replicate_specs(name, self.bisent2vec_result_files)})
         return out
 
     def _baselines(self):
