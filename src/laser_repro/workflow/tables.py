@@ -81,7 +81,7 @@ class Tables:
             # the score files of each seed (config `seeds`), this model's first
             by_seed = [self.heldout_scores_file(r, f) for r in self.plan.seed_replicates(name)]
             if f == "laser":
-                column = out[name] = {"family": f, "description": f"self.laser: {self.plan.laser_description(name)}", "scores": []}
+                column = out[name] = {"family": f, "description": f"LASER: {self.plan.laser_description(name)}", "scores": []}
             elif f == "bisent2vec":
                 ngrams = self.family_models[name]["model"]["ngrams"]
                 label = "uni." if ngrams == 1 else "uni. + bi."
