@@ -4,7 +4,7 @@
 For each ``--pairs`` size P, synthetic fairseq mmap datasets (``train.{src}-{tgt}.{lang}.{idx,bin}``) are
 written under ``--workdir`` for the language pairs of ``--configfile`` (default config/paper.yaml: 184
 pairs), P split over them in proportion to the paper's Table 1 sizes of the source language
-(src/laser_repro/data/paper_table1.csv), each source's count shared equally by its targets. Sentence
+(src/laser_repro/paper_values/laser_2019/paper_table1.csv), each source's count shared equally by its targets. Sentence
 lengths (BPE tokens + EOS) are drawn from a gamma distribution (``--mean-tokens``), so the number of
 batches is realistic; the ``.idx`` files are real (sizes + pointers, what the data layer reads at load
 time), the ``.bin`` files are sparse (zeros: token ids are read only when a batch is collated).
@@ -83,7 +83,7 @@ def write_mmap_index(prefix: str, sizes: np.ndarray, dtype=np.uint16) -> int:
     return nbytes
 
 
-def source_weights(pairs, table1=ROOT / "src/laser_repro/data/paper_table1.csv") -> np.ndarray:
+def source_weights(pairs, table1=ROOT / "src/laser_repro/paper_values/laser_2019/paper_table1.csv") -> np.ndarray:
     """Weight of each (src, tgt) pair: the paper's Table 1 training sentences of ``src``, shared equally by
     the pair's targets. A source language missing from Table 1 is an error naming the file."""
     with open(table1, encoding="utf-8") as f:

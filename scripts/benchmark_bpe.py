@@ -101,7 +101,7 @@ def heaps_fit(tokens: list[str]) -> dict:
 def paper_languages():
     from laser_repro.core import languages
 
-    rows = list(csv.DictReader(open(REPO / "src" / "laser_repro" / "data" / "paper_table1.csv", encoding="utf-8")))
+    rows = list(csv.DictReader(open(REPO / "src" / "laser_repro" / "paper_values" / "laser_2019" / "paper_table1.csv", encoding="utf-8")))
     return {r["code"]: int(r["train_sentences"]) for r in rows}, languages
 
 

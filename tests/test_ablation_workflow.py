@@ -76,6 +76,11 @@ def test_every_ablation_ran_end_to_end(toy):
     for n in (5, 6, 7):
         assert "paper" in (tables / f"table{n}.md").read_text(encoding="utf-8")
         assert (figures / f"table{n}.png").read_bytes().startswith(b"\x89PNG")
+        # and as LaTeX beside the Markdown (issue 37): a booktabs tabular, one row per setting of the CSV
+        tex = (tables / f"table{n}.tex").read_text(encoding="utf-8")
+        assert f"\\caption{{Table {n}: " in tex and "run \\texttt{toy}" in tex and "\\toprule" in tex
+        body = tex.split("\\midrule\n", 1)[1].split("\\bottomrule", 1)[0]
+        assert body.count(" \\\\\n") == len(read_csv(tables / f"table{n}.csv"))
 
 
 def test_every_result_file_has_a_provenance_record(toy):

@@ -1,7 +1,7 @@
 """Sabet et al. 2019 (Bi-Sent2Vec) Tables 1, 3, 4 (and 5's values): the published values and the writer
 that puts ours beside them.
 
-Every cell of ``paper_values/bisent2vec_2019.csv`` is compared with the paper's text
+Every cell of ``paper_values/bisent2vec_2019/bisent2vec_2019.csv`` is compared with the paper's text
 (``$LASER_REPRO_PAPERS/002_1c7d87342c69e93e.txt``, default ``../shared/papers`` beside the repository; those
 tests are skipped when it is absent): each table is located by its caption line ``Table N:``, its column
 names are read from its header lines (language pairs, arrows, avg.) and its rows are the lines that end with
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from laser_repro.reporting import bisent2vec as b2v
+from laser_repro.reporting.paper_table import read_paper_values
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = Path(os.environ.get("LASER_REPRO_PAPERS", REPO.parent / "shared" / "papers"))
@@ -30,7 +31,7 @@ N_COLUMNS = {1: 11, 3: 9, 4: 8, 5: 9}
 
 # ---- the paper's values, without the text ------------------------------------------------------------------
 def test_csv_has_one_line_per_printed_cell_with_its_source():
-    lines = b2v.read_paper_values()
+    lines = read_paper_values(b2v.PAPER_DIR, b2v.PAPER_CSV)
     assert list(lines[0]) == ["table", "row_id", "block", "system", "column", "value", "source", "unit"]
     assert len(lines) == sum(N_ROWS[t] * N_COLUMNS[t] for t in N_ROWS) == 374
     assert len({(x["table"], x["row_id"], x["column"]) for x in lines}) == len(lines)
@@ -65,7 +66,7 @@ def test_rows_blocks_and_the_values_printed_without_decimals():
         assert set(blocks[first_joint:]) <= {"jointly trained", "reduction in error"}
     assert "t1.procrustes_refine" in ids[1] and "t1.umwe" in ids[1] and "t3.reduction" in ids[3]
     assert "t4.reduction" in ids[4] and "t4.umwe" not in ids[4]
-    printed = {(x["row_id"], x["column"]): x["value"] for x in b2v.read_paper_values()}
+    printed = {(x["row_id"], x["column"]): x["value"] for x in read_paper_values(b2v.PAPER_DIR, b2v.PAPER_CSV)}
     assert printed[("t4.transgram", "sentences.en-hu.bwd")] == "55"
     assert printed[("t4.bis2v.uni_bi.csls", "sentences.en-fi.fwd")] == "66"
     assert printed[("t3.vecmap.sup", "en-it.bwd")] == "71"
@@ -151,7 +152,7 @@ def test_every_cell_is_the_printed_one(text, table):
     printed = _printed_table(text, table)
     assert len(printed) == N_ROWS[table] * N_COLUMNS[table]
     seen = set()
-    for x in b2v.read_paper_values():
+    for x in read_paper_values(b2v.PAPER_DIR, b2v.PAPER_CSV):
         if int(x["table"]) != table:
             continue
         _, label, column, note = SOURCE.match(x["source"]).groups()
@@ -315,7 +316,7 @@ def test_write_table1_md_and_csv(tmp_path):
     models = _models()
     rows = b2v.table_rows(1, models, identical={"eng-fra": _ident("eng", "fra", 30.0)})
     md, csv_path = tmp_path / "t1.md", tmp_path / "t1.csv"
-    assert b2v.write_table(1, rows, md, csv_path, "run-x", models) == [md, csv_path]
+    assert b2v.write_table(1, rows, md, csv_path, "run-x", models) == [md, csv_path, md.with_suffix(".tex")]
     text = md.read_text(encoding="utf-8")
     assert "run `run-x`" in text
     # the paper's table as printed: all 13 rows
@@ -353,7 +354,7 @@ def test_write_table1_md_and_csv(tmp_path):
 def test_write_tables_writes_all_three_and_table3_reduction_row(tmp_path):
     paths = b2v.write_tables(_complete_models(), tmp_path, "r",
                              tfidf={"eng-spa": _res("sentences", "eng", "spa", 50.0)})
-    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table3.md", "table3.csv", "table4.md", "table4.csv"]
+    assert [p.name for p in paths] == [f"table{n}.{ext}" for n in (1, 3, 4) for ext in ("md", "csv", "tex")]
     t3 = (tmp_path / "table3.md").read_text(encoding="utf-8")
     assert "| reduction in error | Reduction in error | 36.8% | 37.6% |" in t3 and t3.count("46.9% | – |") == 1
     ours = next(line for line in t3.splitlines() if line.startswith("| `ours.uni.csls` |"))
@@ -397,7 +398,7 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert _main(["bisent2vec-tables", "--models", str(models), "--identical-strings", f"eng-fra={ident}",
                   "--tfidf", f"fra-eng={tfidf}", "--out-dir", str(out), "--run-name", "toy"]) == 0
     printed = capsys.readouterr().out.split()
-    assert printed == [str(out / f"table{t}.{e}") for t in (1, 3, 4) for e in ("md", "csv")]
+    assert printed == [str(out / f"table{t}.{e}") for t in (1, 3, 4) for e in ("md", "csv", "tex")]
     t1 = (out / "table1.md").read_text(encoding="utf-8")
     assert "| 71.20 / 86.9 | – / 91.0 |" in t1 and "| `identical_strings` |" in t1 and "| 33.00 |" in t1
     t3 = (out / "table3.md").read_text(encoding="utf-8")
@@ -562,8 +563,8 @@ def test_write_tables_pairs_only_without_word_or_sentence_results(tmp_path, capl
     caplog.set_level("INFO", logger="laser_repro")
     paths = b2v.write_tables(_pair_models(), tmp_path, "run-p", tfidf_flores=TFIDF_FLORES,
                              tfidf_tatoeba=_tatoeba({"fra": 70.0}))
-    assert [p.name for p in paths] == ["pairs.md", "pairs.csv"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv", "pairs.md"]  # no table1/3/4
+    assert [p.name for p in paths] == ["pairs.md", "pairs.csv", "pairs.tex"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv", "pairs.md", "pairs.tex"]  # no table1/3/4
     assert "Tables 1, 3, 4 not written: no model has word translation or sentence retrieval results" in caplog.text
     text = (tmp_path / "pairs.md").read_text(encoding="utf-8")
     assert text.startswith("# Sabet et al. 2019 (Bi-Sent2Vec) — similarity search on the trained pairs: FLORES "
@@ -599,12 +600,12 @@ def test_write_tables_pairs_only_without_word_or_sentence_results(tmp_path, capl
 def test_write_tables_without_similarity_and_with_nothing(tmp_path, caplog):
     caplog.set_level("INFO", logger="laser_repro")
     paths = b2v.write_tables(_complete_models(), tmp_path, "r")
-    assert [p.name for p in paths] == ["table1.md", "table1.csv", "table3.md", "table3.csv", "table4.md", "table4.csv"]
+    assert [p.name for p in paths] == [f"table{n}.{ext}" for n in (1, 3, 4) for ext in ("md", "csv", "tex")]
     assert "pairs.md not written: no model has a similarity file" in caplog.text
     both = _complete_models()
     both[0]["similarity"] = {"similarity": _matrix({"eng-spa": 5.0, "spa-eng": 6.0})}
     paths = b2v.write_tables(both, tmp_path / "both", "r")
-    assert [p.name for p in paths][-2:] == ["pairs.md", "pairs.csv"] and len(paths) == 8
+    assert [p.name for p in paths][-3:] == ["pairs.md", "pairs.csv", "pairs.tex"] and len(paths) == 12
     nothing = [{"name": "m", "pair": ["eng", "fra"], "ngrams": 1, "words": {"eng-fra": None},
                 "tatoeba": _tatoeba({"fra": 3.0})}]
     with pytest.raises(ValueError, match="nothing to report"):
@@ -638,7 +639,7 @@ def test_cli_pairs_end_to_end(tmp_path, capsys, caplog):
     out = tmp_path / "out"
     assert _main(["bisent2vec-tables", "--models", str(models), "--tfidf-flores", flores, "--tfidf-tatoeba", tatoeba,
                   "--out-dir", str(out), "--run-name", "toy"]) == 0
-    assert capsys.readouterr().out.split() == [str(out / "pairs.md"), str(out / "pairs.csv")]
+    assert capsys.readouterr().out.split() == [str(out / "pairs.md"), str(out / "pairs.csv"), str(out / "pairs.tex")]
     assert not (out / "table1.md").exists() and "Tables 1, 3, 4 not written" in caplog.text
     text = (out / "pairs.md").read_text(encoding="utf-8")
     assert ("| eng-fra | 12.50 | 15.00 | 87.50 | 90.00 | 10.00 | 11.00 | – | – | 30.00 | 31.00 | 200 | 20.00 | – | "
@@ -651,7 +652,7 @@ def test_cli_pairs_end_to_end(tmp_path, capsys, caplog):
                   "--run-name", "toy"]) == 0
     printed = capsys.readouterr().out.split()
     assert printed == [str(out / "all" / f"{t}.{e}") for t in ("table1", "table3", "table4", "pairs")
-                       for e in ("md", "csv")]
+                       for e in ("md", "csv", "tex")]
 
 
 @pytest.mark.parametrize("key, bad, pattern", [

@@ -441,3 +441,24 @@ def test_a_changed_setting_retrains_and_tables_refuse_a_stale_model(families, tm
     assert "uni." in (workdir / pairs_table).read_text()
     proc = run_snakemake(*changed, *targets, "-n")
     assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+def test_every_table_of_the_families_also_exists_as_latex(families):
+    """Issue 37: every table of the families' run (the comparisons, each paper's tables in its folder) has its
+    LaTeX beside its Markdown and CSV, one tabular row per row of the Markdown."""
+    workdir, _ = families
+    tables = workdir / "results" / "tables" / "toy_compare"
+    mds = sorted(tables.rglob("*.md"))
+    found = {str(p.relative_to(tables).with_suffix("")) for p in mds}
+    assert {"compare_flores", *(f"compare_{task}" for task in ("tatoeba", "un", "bucc", "xnli", "mldoc", "wmt", "europarl")),
+            "labse_2020/table2", *(f"bisent2vec_2019/{t}" for t in ("table1", "table3", "table4", "pairs")),
+            *(f"schwenk_douze_2017/table{n}" for n in range(1, 5))} <= found, found
+    for md in mds:
+        tex = md.with_suffix(".tex").read_text(encoding="utf-8")
+        assert md.with_suffix(".csv").exists() and "run \\texttt{toy\\_compare}" in tex, md
+        md_rows = [line for line in md.read_text(encoding="utf-8").splitlines() if line.startswith("| ")]
+        tex_rows = [line for line in tex.splitlines() if line.endswith(" \\\\")]
+        n = tex.count("\\begin{tabular}")  # a tabular per Markdown table; none where the table has no rows
+        assert n == tex.count("\\toprule") == tex.count("\\bottomrule") and (n >= 1) == bool(md_rows), md
+        assert len(tex_rows) == len(md_rows) and "\\caption{" in tex, md
+

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from laser_repro.reporting import labse
+from laser_repro.reporting.paper_table import read_paper_values
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
@@ -27,7 +28,7 @@ def _results(task, errors, n=1000):
 
 # ---- the paper's values -----------------------------------------------------------------------------------
 def test_csv_has_every_cell_of_table2_with_a_source():
-    lines = labse.read_paper_values()
+    lines = read_paper_values(labse.PAPER_DIR, labse.PAPER_CSV)
     assert list(lines[0]) == ["table", "row_id", "block", "system", "column", "value", "source"]
     assert len(lines) == 9 * 7
     rows = labse.paper_rows()
@@ -58,7 +59,7 @@ def test_spot_checks_and_the_comma_typo():
     assert paper["t2.muse"]["un_es"] == 86.1
     assert paper["t2.laser"]["tatoeba_36"] == 84.4 and paper["t2.laser"]["un_es"] is None
     assert paper["t2.mbert.base"]["un_fr"] == 57.0
-    typo = next(line for line in labse.read_paper_values()
+    typo = next(line for line in read_paper_values(labse.PAPER_DIR, labse.PAPER_CSV)
                 if line["row_id"] == "t2.mbert.pt" and line["column"] == "un_avg")
     assert "66,5" in typo["source"] and "typo" in typo["source"]
 
@@ -156,7 +157,7 @@ def test_results_of_the_wrong_task_are_refused():
 def test_write_table2_md_and_csv(tmp_path):
     rows = labse.table2_rows(_models(), tfidf_tatoeba=_results("tatoeba", {"fra": 50.0}))
     md, csv_path = tmp_path / "t2.md", tmp_path / "t2.csv"
-    assert labse.write_table2(rows, md, csv_path, "run-x") == [md, csv_path]
+    assert labse.write_table2(rows, md, csv_path, "run-x") == [md, csv_path, md.with_suffix(".tex")]
     text = md.read_text(encoding="utf-8")
     assert "run `run-x`" in text
     # the paper's table as printed, all nine rows

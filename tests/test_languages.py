@@ -22,7 +22,7 @@ TATOEBA_DIR = DATA_ROOT / "tatoeba-v1"
 
 
 def _table1() -> list[dict[str, str]]:
-    text = resources.files("laser_repro").joinpath("data/paper_table1.csv").read_text(encoding="utf-8")
+    text = resources.files("laser_repro").joinpath("paper_values/laser_2019/paper_table1.csv").read_text(encoding="utf-8")
     return list(csv.DictReader(text.splitlines()))
 
 

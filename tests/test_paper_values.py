@@ -1,4 +1,4 @@
-"""Every paper value shipped in laser_repro/data (Tables 1-9) is the one printed in the TACL paper.
+"""Every paper value shipped in laser_repro/paper_values/laser_2019 (Tables 1-9) is the one printed in the TACL paper.
 
 Two kinds of checks:
 
@@ -47,7 +47,7 @@ NUMBER = r"\d+(?:\.\d+)?"
 
 
 def _csv(name: str) -> list[dict[str, str]]:
-    text = resources.files("laser_repro.data").joinpath(name).read_text(encoding="utf-8")
+    text = resources.files("laser_repro").joinpath("paper_values", "laser_2019", name).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from laser_repro.evaluation.xsim import mean_over
 from laser_repro.reporting import schwenk_douze as sd
+from laser_repro.reporting.paper_table import read_paper_values
 
 LANGS = sd.LANGUAGES
 
@@ -21,7 +22,7 @@ def _values(table):
 
 # ---- the paper's values -----------------------------------------------------------------------------------
 def test_csv_has_every_cell_of_the_four_tables_with_a_source():
-    lines = sd.read_paper_values()
+    lines = read_paper_values(sd.PAPER_DIR, sd.PAPER_CSV)
     assert list(lines[0]) == ["table", "row_id", "block", "system", "column", "value", "source"]
     nets = ["lstm3x512", "lstm3x1024", "bilstm1x256", "bilstm2x256", "bilstm3x256", "bilstm1x512",
             "bilstm2x512", "bilstm3x512"]
@@ -145,7 +146,7 @@ def _cell(rows, row_id, column, model=None):
 def test_write_tables(tmp_path):
     tfidf = _matrix(LANGS, lambda p, q: 40.0, sentences=100)
     paths = sd.write_tables(_results(), tfidf, tmp_path, run_name="toy")
-    assert [p.name for p in paths] == [f"table{n}.{ext}" for n in (1, 2, 3, 4) for ext in ("md", "csv")]
+    assert [p.name for p in paths] == [f"table{n}.{ext}" for n in (1, 2, 3, 4) for ext in ("md", "csv", "tex")]
     t1 = _read(tmp_path / "table1.csv")
     assert list(t1[0]) == list(sd.CSV_FIELDS)
     # a claimed row: ours = mean over the column's ordered pairs, Δ = ours - paper, the baselines beside

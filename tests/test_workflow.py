@@ -346,3 +346,22 @@ def test_lineage_of_the_toy_run_and_a_file_changed_behind_snakemake(toy_local_ru
     check = lineage("check", "results")
     assert check.returncode == 1
     assert "changed: results/toy/models/base/encoder.pt" in check.stdout
+
+
+def test_every_table_of_the_toy_run_also_exists_as_latex(toy_local_run):
+    """Issue 37: every table a paper-table rule writes (LASER's Tables 1-9, WMT, FLORES xsim) has its LaTeX
+    beside its Markdown and CSV: booktabs, captioned with the run, one tabular row per row of the Markdown."""
+    assert toy_local_run.proc.returncode == 0, (toy_local_run.proc.stdout + toy_local_run.proc.stderr)[-8000:]
+    tables = toy_local_run.workdir / "results" / "tables" / "toy"
+    names = {p.stem for p in tables.glob("*.md")}
+    assert names == {f"table{n}" for n in range(1, 10)} | {"wmt", "flores_xsim"}, names
+    for name in sorted(names):
+        md = (tables / f"{name}.md").read_text(encoding="utf-8")
+        tex = (tables / f"{name}.tex").read_text(encoding="utf-8")
+        assert (tables / f"{name}.csv").exists()
+        assert "run \\texttt{toy}" in tex and "\\usepackage{booktabs}" in tex, name
+        md_rows = [line for line in md.splitlines() if line.startswith("| ")]  # header and data rows
+        tex_rows = [line for line in tex.splitlines() if line.endswith(" \\\\")]
+        assert tex.count("\\begin{tabular}") == tex.count("\\toprule") == tex.count("\\bottomrule") >= 1, name
+        assert len(tex_rows) == len(md_rows), name
+

@@ -57,7 +57,7 @@ def W(**wildcards):
 # ---- the run and its wildcards ------------------------------------------------------------------------------
 def test_run_directories(small):
     assert small.run == "results/small" and small.tables_dir == "results/tables/small"
-    assert small.table1 == ["results/tables/small/table1.md", "results/tables/small/table1.csv"]
+    assert small.table1 == [f"results/tables/small/table1.{ext}" for ext in ("md", "csv", "tex")]
     assert small.laser and small.laser_name == "base"
     assert "flores200_dev" in small.nway_corpus_names and "newstest2014" in small.pair_corpus_names
 
@@ -408,11 +408,11 @@ def test_bisent2vec_table_inputs(compare):
 # ---- targets -------------------------------------------------------------------------------------------------
 def test_laser_targets(small):
     tables = small.laser_paper_tables()
-    assert tables[:2] == small.table1 and f"{small.tables_dir}/wmt.csv" in tables and len(tables) == 14
+    assert tables[:3] == small.table1 and f"{small.tables_dir}/wmt.tex" in tables and len(tables) == 7 * 3
     rules = SimpleNamespace(ablations=SimpleNamespace(input=["abl"]))
     targets = small.laser_targets(rules)
     assert "abl" in targets and f"{small.run}/metrics.json" in targets and f"{small.tables_dir}/flores_xsim.md" in targets
-    assert small.flores_targets()[2:] == [f"{small.figures_dir}/curves_base.png"]
+    assert small.flores_targets()[3:] == [f"{small.figures_dir}/curves_base.png"]
     data = small.laser_data()
     assert f"{small.run}/bin/dict.txt" in data and set(small.binarized_files()) <= set(data)
     names = ("table1", "table9", "table4", "table2_table8", "table3", "table_wmt", "flores_table", "flores_tfidf")

@@ -45,6 +45,7 @@ rule ablation_table:
     output:
         md="results/tables/{run}/table{n}.md",
         csv=report("results/tables/{run}/table{n}.csv", category="Ablations", caption="../report/ablation.rst"),
+        tex="results/tables/{run}/table{n}.tex",
         png=report("results/figures/{run}/table{n}.png", category="Ablations", caption="../report/ablation.rst"),
     log:
         "results/{run}/logs/table{n}.log",
@@ -64,7 +65,7 @@ rule ablation_table:
 
 rule ablations:
     input:
-        expand("results/tables/{run}/table{n}.{ext}", run=W.cfg["run_name"], n=sorted(W.table_ablation), ext=["md", "csv"]),
+        expand("results/tables/{run}/table{n}.{ext}", run=W.cfg["run_name"], n=sorted(W.table_ablation), ext=["md", "csv", "tex"]),
         expand("results/figures/{run}/table{n}.png", run=W.cfg["run_name"], n=sorted(W.table_ablation)),
 
 

@@ -18,6 +18,7 @@ rule compare_flores:
     output:
         md="results/tables/{run}/compare_flores.md",
         csv=report("results/tables/{run}/compare_flores.csv", category="Similarity search", caption="../report/table.rst"),
+        tex="results/tables/{run}/compare_flores.tex",
     log:
         "results/{run}/logs/compare_flores.log",
     params:
@@ -51,6 +52,7 @@ rule reproduces_table:
     output:
         md="results/tables/{run}/reproduces.md",
         csv=report("results/tables/{run}/reproduces.csv", category="Similarity search", caption="../report/table.rst"),
+        tex="results/tables/{run}/reproduces.tex",
     log:
         "results/{run}/logs/reproduces_table.log",
     params:
@@ -81,6 +83,7 @@ rule compare_task:
     output:
         md="results/tables/{run}/compare_{task}.md",
         csv=report("results/tables/{run}/compare_{task}.csv", category="Model comparison", caption="../report/table.rst"),
+        tex="results/tables/{run}/compare_{task}.tex",
     log:
         "results/{run}/logs/compare_{task}.log",
     wildcard_constraints:

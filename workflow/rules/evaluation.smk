@@ -281,6 +281,7 @@ rule table4:
     output:
         md="results/tables/{run}/table4.md",
         csv=report("results/tables/{run}/table4.csv", category="Paper tables", caption="../report/table.rst"),
+        tex="results/tables/{run}/table4.tex",
     log:
         "results/{run}/logs/table4.log",
     params:
@@ -375,6 +376,7 @@ rule table_wmt:
     output:
         md="results/tables/{run}/wmt.md",
         csv=report("results/tables/{run}/wmt.csv", category="Paper tables", caption="../report/table.rst"),
+        tex="results/tables/{run}/wmt.tex",
     log:
         "results/{run}/logs/table_wmt.log",
     params:
@@ -465,8 +467,10 @@ rule table2_table8:
     output:
         md2="results/tables/{run}/table2.md",
         csv2=report("results/tables/{run}/table2.csv", category="Paper tables", caption="../report/table.rst"),
+        tex2="results/tables/{run}/table2.tex",
         md8="results/tables/{run}/table8.md",
         csv8=report("results/tables/{run}/table8.csv", category="Paper tables", caption="../report/table.rst"),
+        tex8="results/tables/{run}/table8.tex",
     log:
         "results/{run}/logs/table2_table8.log",
     params:
@@ -527,6 +531,7 @@ rule table3:
     output:
         md="results/tables/{run}/table3.md",
         csv=report("results/tables/{run}/table3.csv", category="Paper tables", caption="../report/table.rst"),
+        tex="results/tables/{run}/table3.tex",
     log:
         "results/{run}/logs/table3.log",
     params:

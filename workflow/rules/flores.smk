@@ -113,6 +113,7 @@ rule flores_table:
     output:
         md="results/tables/{run}/flores_xsim.md",
         csv=report("results/tables/{run}/flores_xsim.csv", category="Similarity search", caption="../report/table.rst"),
+        tex="results/tables/{run}/flores_xsim.tex",
     log:
         "results/{run}/logs/flores_table.log",
     params:

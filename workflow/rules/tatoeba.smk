@@ -58,6 +58,7 @@ rule table1:
     output:
         md="results/tables/{run}/table1.md",
         csv=report("results/tables/{run}/table1.csv", category="Paper tables", caption="../report/table.rst"),
+        tex="results/tables/{run}/table1.tex",
     log:
         "results/{run}/logs/table1.log",
     params:
@@ -76,6 +77,7 @@ rule table9:
     output:
         md="results/tables/{run}/table9.md",
         csv=report("results/tables/{run}/table9.csv", category="Paper tables", caption="../report/table.rst"),
+        tex="results/tables/{run}/table9.tex",
     log:
         "results/{run}/logs/table9.log",
     params:

@@ -528,7 +528,7 @@ class Plan:
     def ablation_rows(self) -> dict[str, list[AblationRow]]:
         """ablation -> its rows in config order. A variant equal to the base model is the base model
         (trained once): its model is the base Variant. `setting` is the row's key in the paper's
-        Tables 5-7 (data/paper_tables5_7_ablations.csv)."""
+        Tables 5-7 (paper_values/laser_2019/paper_tables5_7_ablations.csv)."""
         if not self.laser:
             return {}
         ablations = self.config.get("ablations", {})

@@ -131,47 +131,6 @@ def average_rows(rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-def _pair(row, split, system) -> str:
-    a, b = row.get(f"{split}_{system}_en_xx"), row.get(f"{split}_{system}_xx_en")
-    if a is None or b is None:
-        return "n/a"
-    return f"{a:.1f} / {b:.1f}"
-
-
-def write_table(rows: list[dict], md_path, csv_path, *, run_name: str, heldout: Sequence[int],
-                sample_size: int, updates: int | None = None) -> None:
-    import csv
-
-    averages = average_rows(rows)
-    every = averages + rows
-    keys = list(dict.fromkeys(k for r in every for k in r))
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in keys} for r in every)
-    n_heldout = int(heldout[1]) - int(heldout[0])
-    with atomic_output(md_path) as f:
-        f.write(f"# FLORES-200 similarity search (xsim) against English, run `{run_name}`\n\n")
-        f.write(f"Error (%) = share of sentences whose nearest neighbour (cosine) in the other language is not "
-                f"its translation, `en→xx / xx→en`. **Held-out lines**: FLORES dev lines {heldout[0]}–"
-                f"{int(heldout[1]) - 1} (0-based; {n_heldout} sentences), never trained on. **Training lines**: "
-                f"a seeded sample of {sample_size} of the other lines (seen in training by the trained "
-                f"languages: memorization vs generalization). Baselines on exactly the same sentences: "
-                f"**TF-IDF** = character 1–4-gram TF-IDF cosine of the raw sentences (no learning); "
-                f"**init** = the same encoder at its initialization (0 updates, same seed)"
-                + (f"; the model had {updates} updates" if updates is not None else "") + ". A model that does "
-                "not beat TF-IDF has learned nothing a string match does not see; one that does not beat "
-                "init has learned nothing at all.\n\n")
-        f.write("| lang | name | script | trained | held-out: ours | TF-IDF | init "
-                "| training lines: ours | TF-IDF | init |\n")
-        f.write("|---|---|---|---|---:|---:|---:|---:|---:|---:|\n")
-        for r in every:
-            bold = "**" if r["language"] == "avg" else ""
-            f.write(f"| {bold}{r['language']}{bold} | {r['name']} | {r['script']} | {r['trained']} | "
-                    + " | ".join(_pair(r, split, system) for split in SPLITS for system in ("ours", "tfidf", "init"))
-                    + " |\n")
-
-
 # ---- command line ---------------------------------------------------------------------------------------
 def cmd_select(a):
     for lang, raw in zip(a.lang, a.raw):
@@ -194,14 +153,6 @@ def cmd_tfidf(a):
     from laser_repro.core.textio import write_json
 
     write_json(a.output, evaluate_tfidf(a.raw_dir, a.langs))
-
-
-def cmd_table(a):
-    from laser_repro.core.textio import read_json
-
-    scores, tfidf = read_json(a.scores), read_json(a.tfidf)
-    rows = table_rows(scores, tfidf, set(a.trained))
-    write_table(rows, a.md, a.csv, run_name=a.run_name, heldout=a.heldout, sample_size=a.sample)
 
 
 def cmd_curves_plot(a):
@@ -242,17 +193,6 @@ def add_cli(sub) -> None:
     s.add_argument("--langs", nargs="+", required=True)
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_tfidf)
-
-    s = sub.add_parser("flores-table", help="the FLORES xsim table, baselines beside ours")
-    s.add_argument("--scores", required=True)
-    s.add_argument("--tfidf", required=True)
-    s.add_argument("--trained", nargs="*", default=[])
-    s.add_argument("--run-name", required=True)
-    s.add_argument("--heldout", nargs=2, type=int, required=True)
-    s.add_argument("--sample", type=int, required=True)
-    s.add_argument("--md", required=True)
-    s.add_argument("--csv", required=True)
-    s.set_defaults(func=cmd_table)
 
     s = sub.add_parser("curves-plot", help="learning-curve figure of one training run")
     s.add_argument("--curves", required=True)

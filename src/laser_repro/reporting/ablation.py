@@ -16,13 +16,17 @@ paper values):
 * ``xnli_en``: XNLI English test accuracy; ``xnli_xx``: mean over the non-English XNLI languages
   (paper: the mean of Table 2's 14 transfer languages; its XNLI-en differs from Table 2's).
 * ``wmt_error``: mean similarity error (%) over all ordered language pairs of the WMT test set.
+
+The tables are definitions on :mod:`laser_repro.reporting.paper_table` (paper values, Δ, the Markdown, CSV
+and LaTeX files), through LASER's :func:`laser_repro.reporting.tables.write_table`.
 """
 from __future__ import annotations
 
 import json
 from typing import Mapping, Sequence
 
-from laser_repro.reporting.tables import load_paper_tatoeba, mean, paper_values, read_paper_csv, write_table
+from laser_repro.reporting.paper_table import delta, mean, round2
+from laser_repro.reporting.tables import TACL, load_paper_tatoeba, paper_values, read_paper_csv, write_table
 from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import seeds
@@ -196,9 +200,9 @@ def ablation_rows(table: int, rows: Sequence[Mapping], missing_tasks: Mapping[st
                 "status": "ok" if metrics is not None else "not trained", "note": row.get("note") or ""}
         for key in columns:
             ours = None if metrics is None else metrics.get(key)
-            item[key] = None if ours is None else round(ours, 2)
+            item[key] = round2(ours)
             item[f"paper_{key}"] = ref.get(key)
-            item[f"delta_{key}"] = None if ours is None or ref.get(key) is None else round(ours - ref[key], 2)
+            item[f"delta_{key}"] = delta(ours, ref.get(key))
         out.append(item)
     configured = {r["setting"] for r in out}
     for setting, ref in paper.items():
@@ -252,6 +256,7 @@ def write_ablation_table(table: int, rows: list[dict], md, csv_path, *, run_name
     if seeds.has_replicates(rows):
         notes.append(seeds.NOTE)
     write_table(md, csv_path, title=f"Table {table}: {caption} ({run_name})",
+                caption=f"Table {table}: {caption}, run `{run_name}`; paper: {TACL} Table {table}",
                 intro=f"Each variant trained, exported and evaluated like the base model of run {run_name}; "
                       "ours beside the paper (TACL 2019), Δ = ours − paper.",
                 columns=header, rows=rows, notes=notes)

@@ -1,6 +1,6 @@
 """Sabet et al. 2019 (Bi-Sent2Vec), Tables 1, 3 and 4: our P@1 beside the published ones.
 
-The paper's values are in ``paper_values/bisent2vec_2019.csv``: one line per printed cell of its Tables 1, 3,
+The paper's values are in ``paper_values/bisent2vec_2019/bisent2vec_2019.csv``: one line per printed cell of its Tables 1, 3,
 4 and 5 (every row, baselines included; the "Reduction in error" rows of Tables 3 and 4 with unit "%", their
 printed '–' an empty value), with the paper's table, row and column in ``source``. Columns are
 ``en-xx.fwd`` (the paper's "en-xx →": English queries, xx candidates), ``en-xx.bwd`` ("←": xx to English) and
@@ -63,23 +63,25 @@ sentence results, ``pairs.md/.csv`` when some model has a similarity file)::
 
 ``--models`` is the list of model dicts above with paths (or null) in place of the results: ``words`` ...
 ``sentences_init`` map a direction to a path, ``similarity``, ``tatoeba`` and ``tatoeba_init`` are one path.
+
+This module holds the tables' definitions; the paper values, rounding and the Markdown, CSV and LaTeX files
+(``.tex`` beside each ``.md``) come from :mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.reporting import seeds
-from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
+from laser_repro.reporting.paper_table import (Document, Grid, csv_frame, fmt2, load_checked_json, models_argument,
+                                               read_paper_values, round2, write_files)
 
 PAPER = "Sabet et al. 2019 (Bi-Sent2Vec)"
+#: the paper's values: laser_repro/paper_values/<PAPER_DIR>/<PAPER_CSV>
+PAPER_DIR = "bisent2vec_2019"
 PAPER_CSV = "bisent2vec_2019.csv"
 #: our ISO 639-3 codes -> the paper's
 LANGUAGES = {"eng": "en", "fra": "fr", "deu": "de", "spa": "es", "ita": "it", "rus": "ru", "hun": "hu", "fin": "fi"}
@@ -119,18 +121,12 @@ log = logging.getLogger("laser_repro")
 
 
 # ---- the paper's values ------------------------------------------------------------------------------------
-def read_paper_values() -> list[dict]:
-    """The lines of ``paper_values/bisent2vec_2019.csv``."""
-    text = resources.files("laser_repro.reporting.paper_values").joinpath(PAPER_CSV).read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
 def paper_rows(table: int | None = None) -> list[dict]:
     """The rows of one table (all four when None) in the paper's order: ``{"table", "row_id", "block",
     "system", "unit", "values": {column: float or None for a printed '–'}, "printed": {column: the CSV's
     string}, "source": {column: source}}``."""
     rows: dict[str, dict] = {}
-    for line in read_paper_values():
+    for line in read_paper_values(PAPER_DIR, PAPER_CSV):
         if table is not None and int(line["table"]) != table:
             continue
         row = rows.setdefault(line["row_id"], {"table": int(line["table"]), "row_id": line["row_id"],
@@ -408,10 +404,6 @@ def table_rows(table: int, models: Sequence[Mapping], identical: Mapping | None 
 
 
 # ---- CSV ---------------------------------------------------------------------------------------------------
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
-
-
 def csv_lines(table: int, rows: Sequence[Mapping]) -> list[dict]:
     """One line per (row, column): first the paper's rows of ``table`` (``ours`` empty; ``n`` /
     ``n_candidates``: the paper's queries and candidates per direction), then ours (``n``: the queries
@@ -434,17 +426,13 @@ def csv_lines(table: int, rows: Sequence[Mapping]) -> list[dict]:
             if row["values"].get(col) is None and row["missing"].get(col):
                 source += f"; empty: {row['missing'][col]}"
             lines.append({"table": table, "row": row["row"], "model": row["models"].get(col, ""), "column": col,
-                          "ours": _round(row["values"].get(col)), "paper": row["paper"].get(col),
+                          "ours": round2(row["values"].get(col)), "paper": row["paper"].get(col),
                           "unit": "P@1 (%)", "n": row["n"].get(col), "n_candidates": row["candidates"].get(col),
                           "source": source})
     return lines
 
 
 # ---- Markdown ----------------------------------------------------------------------------------------------
-def _num(value: float | None) -> str:
-    return "–" if value is None else fmt2(value)
-
-
 def _printed(ref: Mapping, col: str) -> str:
     value = ref["printed"][col]
     if not value:
@@ -452,15 +440,14 @@ def _printed(ref: Mapping, col: str) -> str:
     return f"{value}%" if ref["unit"] == "%" else value
 
 
-def _md_paper_table(f, table: int) -> None:
+def _paper_table(table: int) -> list:
+    """The paper's table as printed (a grid) and its notes."""
     cols = columns(table)
-    f.write("| block | system | " + " | ".join(c["header"] for c in cols) + " |\n")
-    f.write("|---|---|" + "---:|" * len(cols) + "\n")
-    for ref in paper_rows(table):
-        f.write(f"| {ref['block']} | {ref['system']} | "
-                + " | ".join(_printed(ref, c["column"]) for c in cols) + " |\n")
+    grid = Grid.of(["block", "system", *(c["header"] for c in cols)],
+                   [[ref["block"], ref["system"], *(_printed(ref, c["column"]) for c in cols)] for ref in paper_rows(table)],
+                   "ll" + "r" * len(cols), caption=f"the paper's Table {table}")
     notes = ["Values as printed (P@1, %); – = printed '–'. Source of every cell: "
-             "`reporting/paper_values/bisent2vec_2019.csv`."]
+             "`paper_values/bisent2vec_2019/bisent2vec_2019.csv`."]
     if table in (3, 4):
         ref_row = "BI-SENT2VEC uni. + bi. CSLS" if table == 3 else "BI-SENT2VEC uni. CSLS"
         notes.append(f"\"Reduction in error\" (%): of {ref_row} with respect to the best non-BI-SENT2VEC "
@@ -469,14 +456,14 @@ def _md_paper_table(f, table: int) -> None:
     if off:
         notes.append("The printed avg. of " + ", ".join(f"`{r}`" for r in off)
                      + " is not the mean of its printed columns (to 0.05); kept as printed.")
-    f.write("\n" + " ".join(notes) + "\n")
+    return [grid, "\n" + " ".join(notes) + "\n"]
 
 
 def _cell(row: Mapping, col: str) -> str:
     if row["paper_row"] is None:
-        return _num(row["values"].get(col))
+        return fmt2(row["values"].get(col), "–")
     paper = row["paper_printed"].get(col) or "–"
-    return f"{_num(row['values'].get(col))} / {paper}"
+    return f"{fmt2(row['values'].get(col), '–')} / {paper}"
 
 
 def _n_cell(row: Mapping, col: str) -> str:
@@ -486,22 +473,19 @@ def _n_cell(row: Mapping, col: str) -> str:
     return f"{n} ({cand})" if cand is not None else str(n)
 
 
-def _md_our_rows(f, table: int, rows: Sequence[Mapping]) -> None:
+def _our_grid(table: int, rows: Sequence[Mapping]) -> Grid:
     cols = columns(table)
-    f.write("| row | system | paper row | " + " | ".join(f"{c['header']} (ours / paper)" for c in cols) + " |\n")
-    f.write("|---|---|---|" + "---:|" * len(cols) + "\n")
-    for row in rows:
-        paper_row = f"`{row['paper_row']}`" if row["paper_row"] else ""
-        f.write(f"| `{row['row']}` | {row['label']} | {paper_row} | "
-                + " | ".join(_cell(row, c["column"]) for c in cols) + " |\n")
+    return Grid.of(["row", "system", "paper row", *(f"{c['header']} (ours / paper)" for c in cols)],
+                   [[f"`{row['row']}`", row["label"], f"`{row['paper_row']}`" if row["paper_row"] else "",
+                     *(_cell(row, c["column"]) for c in cols)] for row in rows],
+                   "lll" + "r" * len(cols), caption="ours beside the paper (ours / paper)")
 
 
-def _md_counts(f, table: int, rows: Sequence[Mapping]) -> None:
+def _counts_grid(table: int, rows: Sequence[Mapping]) -> Grid:
     cols = columns(table)
-    f.write("| row | " + " | ".join(c["header"] for c in cols) + " |\n")
-    f.write("|---|" + "---:|" * len(cols) + "\n")
-    for row in rows:
-        f.write(f"| `{row['row']}` | " + " | ".join(_n_cell(row, c["column"]) for c in cols) + " |\n")
+    return Grid.of(["row", *(c["header"] for c in cols)],
+                   [[f"`{row['row']}`", *(_n_cell(row, c["column"]) for c in cols)] for row in rows],
+                   "l" + "r" * len(cols), caption="the queries behind each of our cells")
 
 
 def _notes(table: int) -> str:
@@ -562,38 +546,35 @@ def _model_list(models: Sequence[Mapping], table: int) -> str:
 def write_table(table: int, rows: Sequence[Mapping], md_path, csv_path, run_name: str,
                 models: Sequence[Mapping] = ()) -> list[Path]:
     """``md_path``: the paper's table as printed, then our rows beside it, the queries behind each of our
-    cells, the empty cells and why, our models; ``csv_path``: :func:`csv_lines`. Returns the paths."""
+    cells, the empty cells and why, our models; ``csv_path``: :func:`csv_lines`; the LaTeX beside the Markdown.
+    Returns the paths (Markdown, CSV, LaTeX)."""
     rows = list(rows)
-    md_path, csv_path = Path(md_path), Path(csv_path)
     lines, fields = seeds.seed_columns(csv_lines(table, rows), CSV_FIELDS)
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
-    with atomic_output(md_path) as f:
-        f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
-        if seeds.has_replicates(rows):
-            f.write(seeds.NOTE + "\n\n")
-        f.write(f"## The paper's Table {table}\n\n")
-        _md_paper_table(f, table)
-        f.write("\n## Ours beside the paper\n\n" + _notes(table) + "\n\n")
-        if not rows:
-            f.write("No model of ours covers the pairs of this table "
-                    f"(en-{', en-'.join(TABLE_PAIRS[table])}), and no baseline was given.\n")
-            return [md_path, csv_path]
-        _md_our_rows(f, table, rows)
-        f.write("\n### Queries behind each of our cells\n\nn queries (in parentheses: "
-                + ("dictionary size / candidates" if table == 4 else
-                   "dictionary size" if table == 1 else "candidates")
-                + ")" + ("; avg.: the queries of all columns" if table != 4 else "") + ".\n\n")
-        _md_counts(f, table, rows)
-        missing = _missing(rows, table)
-        if missing:
-            f.write("\n### Empty cells\n\n" + missing + "\n")
-        listed = _model_list(models, table)
-        if listed:
-            f.write("\n### Our models\n\n" + listed + "\n")
-    return [md_path, csv_path]
+    frame = csv_frame([{k: fmt2(line[k], missing="") for k in fields} for line in lines], fields)
+    title = f"{PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`"
+    doc = Document(caption=title)
+    doc.add(f"# {title}\n\n")
+    if seeds.has_replicates(rows):
+        doc.add(seeds.NOTE + "\n\n")
+    doc.add(f"## The paper's Table {table}\n\n", *_paper_table(table),
+            "\n## Ours beside the paper\n\n" + _notes(table) + "\n\n")
+    if not rows:
+        doc.add("No model of ours covers the pairs of this table "
+                f"(en-{', en-'.join(TABLE_PAIRS[table])}), and no baseline was given.\n")
+        return write_files(doc, frame, md_path, csv_path)
+    doc.add(_our_grid(table, rows),
+            "\n### Queries behind each of our cells\n\nn queries (in parentheses: "
+            + ("dictionary size / candidates" if table == 4 else
+               "dictionary size" if table == 1 else "candidates")
+            + ")" + ("; avg.: the queries of all columns" if table != 4 else "") + ".\n\n",
+            _counts_grid(table, rows))
+    missing = _missing(rows, table)
+    if missing:
+        doc.add("\n### Empty cells\n\n" + missing + "\n")
+    listed = _model_list(models, table)
+    if listed:
+        doc.add("\n### Our models\n\n" + listed + "\n")
+    return write_files(doc, frame, md_path, csv_path)
 
 
 # ---- the pairs table: FLORES held-out xsim and Tatoeba of every trained pair --------------------------------
@@ -731,7 +712,7 @@ def pairs_csv_lines(rows: Sequence[Mapping], cols: Sequence[Mapping]) -> list[di
             system = col["system"] if col["ngrams"] is None else f"{col['system']}.{VARIANTS[col['ngrams']][0]}"
             direction = _flores_key(col["direction"], lang) if col["task"] == "flores" else f"{lang}-eng"
             lines.append({"row": row["row"], "column": c, "task": col["task"], "system": system,
-                          "direction": direction, "value": _round(row["values"][c]), "unit": "error (%)",
+                          "direction": direction, "value": round2(row["values"][c]), "unit": "error (%)",
                           "n": row["n"][c], "model": row["models"][c], "note": row["missing"].get(c, "")})
     return lines
 
@@ -763,35 +744,32 @@ def _pairs_model_list(models: Sequence[Mapping]) -> str:
 
 def write_pairs(rows: Sequence[Mapping], md_path, csv_path, run_name: str, models: Sequence[Mapping]) -> list[Path]:
     """``md_path``: the pairs table (one row per pair, :func:`pairs_columns`), its empty cells and why, our
-    models; ``csv_path``: :func:`pairs_csv_lines`. Returns the paths."""
+    models; ``csv_path``: :func:`pairs_csv_lines`; the LaTeX beside the Markdown. Returns the paths (Markdown,
+    CSV, LaTeX)."""
     rows, models = list(rows), list(models)
     cols = pairs_columns(models)
-    md_path, csv_path = Path(md_path), Path(csv_path)
     lines, fields = seeds.seed_columns(pairs_csv_lines(rows, cols), PAIRS_CSV_FIELDS)
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
+    frame = csv_frame([{k: fmt2(line[k], missing="") for k in fields} for line in lines], fields)
     headers = {c["column"]: c["header"] for c in cols}
-    with atomic_output(md_path) as f:
-        f.write(f"# {PAPER} — {PAIRS_TITLE}, run `{run_name}`\n\n" + _pairs_notes() + "\n\n")
-        if seeds.has_replicates(rows):
-            f.write(seeds.NOTE + "\n\n")
-        f.write("| pair | " + " | ".join(c["header"] for c in cols) + " |\n")
-        f.write("|---|" + "---:|" * len(cols) + "\n")
-        for row in rows:
-            # errors with 2 decimals, the sentence counts (int) as they are
-            f.write(f"| {row['row']} | " + " | ".join(_num(row["values"][c["column"]]) for c in cols) + " |\n")
-        missing = []
-        for row in rows:
-            by_reason: dict[str, list[str]] = {}
-            for c, why in row["missing"].items():
-                by_reason.setdefault(why, []).append(headers[c])
-            missing += [f"- {row['row']}: {', '.join(cs)} — {why}" for why, cs in by_reason.items()]
-        if missing:
-            f.write("\n### Empty cells\n\n" + "\n".join(missing) + "\n")
-        f.write("\n### Our models\n\n" + _pairs_model_list(models) + "\n")
-    return [md_path, csv_path]
+    title = f"{PAPER} — {PAIRS_TITLE}, run `{run_name}`"
+    doc = Document(caption=f"{title} (not a table of the paper: the pairs we trained, on our data)")
+    doc.add(f"# {title}\n\n" + _pairs_notes() + "\n\n")
+    if seeds.has_replicates(rows):
+        doc.add(seeds.NOTE + "\n\n")
+    # errors with 2 decimals, the sentence counts (int) as they are
+    doc.add(Grid.of(["pair", *(c["header"] for c in cols)],
+                    [[row["row"], *(fmt2(row["values"][c["column"]], "–") for c in cols)] for row in rows],
+                    "l" + "r" * len(cols)))
+    missing = []
+    for row in rows:
+        by_reason: dict[str, list[str]] = {}
+        for c, why in row["missing"].items():
+            by_reason.setdefault(why, []).append(headers[c])
+        missing += [f"- {row['row']}: {', '.join(cs)} — {why}" for why, cs in by_reason.items()]
+    if missing:
+        doc.add("\n### Empty cells\n\n" + "\n".join(missing) + "\n")
+    doc.add("\n### Our models\n\n" + _pairs_model_list(models) + "\n")
+    return write_files(doc, frame, md_path, csv_path)
 
 
 # ---- all the tables ----------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Command line of the evaluation tasks' tables, ours beside the paper: ``tatoeba-table`` (Table 1 / 9)
-and ``eval-table`` (BUCC, XNLI, MLDoc, WMT), written by :mod:`laser_repro.reporting.tables`.
+"""Command line of LASER's tables, ours beside the paper: ``tatoeba-table`` (Table 1 / 9), ``eval-table``
+(BUCC, XNLI, MLDoc, WMT) and ``flores-table`` (FLORES xsim), written by :mod:`laser_repro.reporting.tables`
+(each table as Markdown, CSV and, beside the Markdown, LaTeX).
 """
 from __future__ import annotations
 
@@ -55,8 +56,17 @@ def cmd_eval_table(a):
                                **baselines, **common)
 
 
+def cmd_flores_table(a):
+    """The FLORES xsim table of a LASER model, the TF-IDF and update-0 baselines beside it."""
+    from laser_repro.evaluation.flores import table_rows
+    from laser_repro.reporting import tables
+
+    rows = table_rows(read_json(a.scores), read_json(a.tfidf), set(a.trained))
+    tables.write_flores_table(rows, a.md, a.csv, run_name=a.run_name, heldout=a.heldout, sample_size=a.sample)
+
+
 def add_cli(sub) -> None:
-    """Register ``tatoeba-table`` and ``eval-table`` on an argparse subparsers object."""
+    """Register ``tatoeba-table``, ``eval-table`` and ``flores-table`` on an argparse subparsers object."""
     s = sub.add_parser("tatoeba-table", help="assemble Table 1 (or 9 with --unseen) beside the paper")
     s.add_argument("--run-name", required=True)
     s.add_argument("--md", required=True)
@@ -80,3 +90,14 @@ def add_cli(sub) -> None:
     s.add_argument("--md8", help="xnli: Table 8 Markdown")
     s.add_argument("--csv8", help="xnli: Table 8 CSV")
     s.set_defaults(func=cmd_eval_table)
+
+    s = sub.add_parser("flores-table", help="the FLORES xsim table, baselines beside ours")
+    s.add_argument("--scores", required=True)
+    s.add_argument("--tfidf", required=True)
+    s.add_argument("--trained", nargs="*", default=[])
+    s.add_argument("--run-name", required=True)
+    s.add_argument("--heldout", nargs=2, type=int, required=True)
+    s.add_argument("--sample", type=int, required=True)
+    s.add_argument("--md", required=True, help="the Markdown table (the LaTeX is written beside it, .tex)")
+    s.add_argument("--csv", required=True)
+    s.set_defaults(func=cmd_flores_table)

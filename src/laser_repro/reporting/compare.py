@@ -6,16 +6,18 @@ exactly the same sentences.
 Inputs: a LASER variant's ``flores-xsim`` scores (``{"model"|"init": {"heldout": {lang: {en_xx,
 xx_en, sentences}}}}``) and the ``similarity`` scores of a model of another family (multienc, labse):
 ``{"similarity"|"init": similarity_error_matrix}``, whose ``eng-xx`` / ``xx-eng`` pairs are the same two directions).
+
+The table (Markdown, CSV and LaTeX beside the Markdown) is written by :mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
-import csv
 from typing import Mapping, Sequence
 
 from laser_repro.core import languages
-from laser_repro.core.textio import atomic_output, read_json
+from laser_repro.core.textio import read_json
 from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import seeds
+from laser_repro.reporting.paper_table import Document, Grid, csv_frame, write_files
 
 PIVOT = "eng"
 SPLIT = "heldout"
@@ -88,29 +90,25 @@ def write_table(rows: list[dict], models: Mapping[str, Mapping], md_path, csv_pa
               "xx_en": None if r.get(col) is None else r[col][1], "sentences": r.get("sentences", "")}
              for r in every for col in columns]
     lines, fields = seeds.seed_columns(lines, fields)
-    with atomic_output(csv_path) as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(fields)
-        writer.writerows([("" if line[k] is None else line[k]) for k in fields] for line in lines)
     fmt = lambda v: "–" if v is None else f"{v[0]:.1f} / {v[1]:.1f}"  # noqa: E731
-    with atomic_output(md_path) as f:
-        f.write(f"# Model families on the same data: FLORES-200 xsim against English, run `{run_name}`\n\n")
-        f.write(f"Error (%) `en→xx / xx→en`: share of the held-out FLORES dev lines {heldout[0]}–{int(heldout[1]) - 1} "
-                f"(never trained on; the same sentences for every system) whose nearest neighbour (cosine) "
-                f"in the other language is not their translation. Every model trained on the other lines of the "
-                f"same FLORES files. **init**: the same model at update 0 (same seed); **TF-IDF**: character "
-                f"1–4-gram TF-IDF of the raw sentences (no learning). –: the model has no encoder for the "
-                f"language (a fixed target of a 1:1 system, a pair without a Bi-Sent2Vec model).\n\n")
-        for name, m in models.items():
-            f.write(f"- **{name}** ({m['family']}): {m.get('description') or name}\n")
-        if seeds.has_replicates(every):
-            f.write(f"\n{seeds.NOTE}\n")
-        f.write("\n| lang | name | " + " | ".join(columns) + " |\n")
-        f.write("|---|---|" + "---:|" * len(columns) + "\n")
-        for r in every:
-            bold = "**" if r["language"] == "avg" else ""
-            f.write(f"| {bold}{r['language']}{bold} | {r['name']} | " + " | ".join(fmt(r.get(c)) for c in columns)
-                    + " |\n")
+    title = f"Model families on the same data: FLORES-200 xsim against English, run `{run_name}`"
+    doc = Document(caption=f"{title} (the models of several papers on the same sentences; not a table of a paper)")
+    doc.add(f"# {title}\n\n",
+            f"Error (%) `en→xx / xx→en`: share of the held-out FLORES dev lines {heldout[0]}–{int(heldout[1]) - 1} "
+            f"(never trained on; the same sentences for every system) whose nearest neighbour (cosine) "
+            f"in the other language is not their translation. Every model trained on the other lines of the "
+            f"same FLORES files. **init**: the same model at update 0 (same seed); **TF-IDF**: character "
+            f"1–4-gram TF-IDF of the raw sentences (no learning). –: the model has no encoder for the "
+            f"language (a fixed target of a 1:1 system, a pair without a Bi-Sent2Vec model).\n\n")
+    doc.add(*(f"- **{name}** ({m['family']}): {m.get('description') or name}\n" for name, m in models.items()))
+    if seeds.has_replicates(every):
+        doc.add(f"\n{seeds.NOTE}\n")
+    cells = []
+    for r in every:
+        bold = "**" if r["language"] == "avg" else ""
+        cells.append([f"{bold}{r['language']}{bold}", r["name"], *(fmt(r.get(c)) for c in columns)])
+    doc.add("\n", Grid.of(["lang", "name", *columns], cells, "ll" + "r" * len(columns)))
+    write_files(doc, csv_frame(lines, fields), md_path, csv_path)
 
 
 def _named(items: Sequence[str], option: str) -> dict[str, list[str]]:

@@ -1,6 +1,6 @@
 """Feng et al. 2020 (LaBSE), Table 2: our retrieval accuracies beside the published ones.
 
-The paper's values are in ``paper_values/labse_2020.csv`` (one line per printed cell of Table 2, with its
+The paper's values are in ``paper_values/labse_2020/labse_2020.csv`` (one line per printed cell of Table 2, with its
 source; a printed '-' is an empty value). Table 2 has nine rows (three prior systems, four variants with the
 mBERT vocabulary, two with the customized one) and seven columns: UN P@1 for es, fr, ru, zh and their mean,
 Tatoeba average accuracy over the 36 XTREME languages and over all 112 languages.
@@ -23,21 +23,23 @@ baseline (character n-grams, no learning) on the same sentences may be added (:f
 A UN column is the P@1 of one language (:data:`UN_LANGUAGES`), the UN average only when all four are
 there. A Tatoeba column is the mean accuracy over the evaluated languages that belong to it (the 36 of
 :data:`XTREME36`, or all), with the number of languages it covers: at our scale we evaluate only a few.
+
+This module holds the table's definition; the paper values, rounding and the Markdown, CSV and LaTeX files
+come from :mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
-import csv
-import io
-from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, check_model_records
 from laser_repro.reporting import seeds
-from laser_repro.reporting.tables import fmt2, load_checked_json, models_argument
+from laser_repro.reporting.paper_table import (Document, Grid, csv_frame, fmt1, fmt2, load_checked_json, mean,
+                                               models_argument, read_paper_values, round2, write_files)
 
 PAPER = "Feng et al. 2020 (LaBSE)"
+#: the paper's values: laser_repro/paper_values/<PAPER_DIR>/<PAPER_CSV>
+PAPER_DIR = "labse_2020"
 PAPER_CSV = "labse_2020.csv"
 TABLE = 2
 #: value columns of Table 2, in the paper's order
@@ -65,17 +67,11 @@ TFIDF_LABEL = "TF-IDF (character n-grams, no learning)"
 CSV_FIELDS = ("table", "row", "model", "column", "ours", "paper", "n", "source")
 
 
-def read_paper_values() -> list[dict]:
-    """The lines of ``paper_values/labse_2020.csv``."""
-    text = resources.files("laser_repro.reporting.paper_values").joinpath(PAPER_CSV).read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
 def paper_rows() -> list[dict]:
     """Table 2's rows in the paper's order: ``{"row_id", "block", "system", "values": {column: float or
     None for a printed '-'}, "source": {column: source}}``."""
     rows: dict[str, dict] = {}
-    for line in read_paper_values():
+    for line in read_paper_values(PAPER_DIR, PAPER_CSV):
         row = rows.setdefault(line["row_id"], {"row_id": line["row_id"], "block": line["block"],
                                                "system": line["system"], "values": {}, "source": {}})
         row["values"][line["column"]] = float(line["value"]) if line["value"] else None
@@ -109,10 +105,6 @@ def _accuracies(results: Mapping | None) -> dict[str, float]:
     return {lang: 100.0 - float(res["error"]) for lang, res in results["results"].items()}
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def un_values(results: Mapping | None) -> dict:
     """``un_es`` ... ``un_zh``: P@1 (None where not evaluated); ``un_avg``: their mean, only when all four
     are there; ``un_n``: languages per column (1 or 0; the average: 4 or 0)."""
@@ -122,7 +114,7 @@ def un_values(results: Mapping | None) -> dict:
         out[f"un_{col}"] = acc.get(lang)
         out[f"un_{col}_n"] = int(lang in acc)
     complete = all(lang in acc for lang in UN_LANGUAGES)
-    out["un_avg"] = _mean([acc[lang] for lang in UN_LANGUAGES]) if complete else None
+    out["un_avg"] = mean([acc[lang] for lang in UN_LANGUAGES]) if complete else None
     out["un_avg_n"] = len(UN_LANGUAGES) if complete else 0
     return out
 
@@ -133,9 +125,9 @@ def tatoeba_values(results: Mapping | None) -> dict:
     ``tatoeba_36_languages`` / ``tatoeba_all_languages``: which."""
     acc = _accuracies(results)
     in36 = [lang for lang in acc if lang in XTREME36]
-    return {"tatoeba_36": _mean([acc[lang] for lang in in36]), "tatoeba_36_n": len(in36),
+    return {"tatoeba_36": mean([acc[lang] for lang in in36]), "tatoeba_36_n": len(in36),
             "tatoeba_36_languages": sorted(in36),
-            "tatoeba_all": _mean(list(acc.values())), "tatoeba_all_n": len(acc),
+            "tatoeba_all": mean(list(acc.values())), "tatoeba_all_n": len(acc),
             "tatoeba_all_languages": sorted(acc)}
 
 
@@ -196,10 +188,6 @@ def table2_rows(models: Sequence[Mapping], tfidf_tatoeba: Mapping | None = None,
     return rows
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
-
-
 def csv_lines(rows: Sequence[Mapping]) -> list[dict]:
     """One line per (row, column): first the paper's nine rows (``ours`` empty), then ours. ``n`` is the
     number of languages the value averages (the paper's: 1, 4, 36, 112)."""
@@ -212,52 +200,40 @@ def csv_lines(rows: Sequence[Mapping]) -> list[dict]:
         for col in COLUMNS:
             source = row["paper_source"].get(col) or f"ours only ({row['kind']}: no paper row)"
             lines.append({"table": TABLE, "row": row["row"], "model": row["model"], "column": col,
-                          "ours": _round(row[col]), "paper": row["paper"].get(col),
+                          "ours": round2(row[col]), "paper": row["paper"].get(col),
                           "n": row[f"{col}_n"], "source": source})
     return lines
 
 
-# ---- Markdown ---------------------------------------------------------------------------------------------
-def _num(value: float | None) -> str:
-    return "–" if value is None else fmt2(value)
-
-
-def _paper_num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
-def _md_paper_table(f) -> None:
-    f.write("| block | system | " + " | ".join(HEADERS[c] for c in COLUMNS) + " |\n")
-    f.write("|---|---|" + "---:|" * len(COLUMNS) + "\n")
-    for ref in paper_rows():
-        f.write(f"| {ref['block']} | {ref['system']} | "
-                + " | ".join(_paper_num(ref["values"][c]) for c in COLUMNS) + " |\n")
-    f.write("\n– = printed '-' (not reported). The +PT row's UN avg is printed \"66,5\" (a comma typo for 66.5, "
-            "the mean of its four UN values). Source of every cell: `paper_values/labse_2020.csv`.\n")
+# ---- Markdown and LaTeX ---------------------------------------------------------------------------------
+def _paper_grid() -> Grid:
+    return Grid.of(["block", "system", *(HEADERS[c] for c in COLUMNS)],
+                   [[ref["block"], ref["system"], *(fmt1(ref["values"][c], "–") for c in COLUMNS)] for ref in paper_rows()],
+                   "ll" + "r" * len(COLUMNS), caption="the paper's Table 2")
 
 
 def _ours_cell(row: Mapping, col: str) -> str:
     if row["paper_row"] is None:
-        return _num(row[col])
-    return f"{_num(row[col])} / {_paper_num(row['paper'].get(col))}"
+        return fmt2(row[col], "–")
+    return f"{fmt2(row[col], '–')} / {fmt1(row['paper'].get(col), '–')}"
 
 
-def _md_our_rows(f, rows: Sequence[Mapping]) -> None:
+def _our_grid(rows: Sequence[Mapping]) -> Grid:
     heads = []
     for col in COLUMNS:
         heads.append(f"{HEADERS[col]} (ours / paper)")
         if col.startswith("tatoeba"):
             heads.append(f"n ({HEADERS[col].split()[1]})")
-    f.write("| model | system | paper row | " + " | ".join(heads) + " |\n")
-    f.write("|---|---|---|" + "---:|" * len(heads) + "\n")
+    cells = []
     for row in rows:
-        cells = []
+        line = [f"`{row['model']}`", row["label"], f"`{row['paper_row']}`" if row["paper_row"] else ""]
         for col in COLUMNS:
-            cells.append(_ours_cell(row, col))
+            line.append(_ours_cell(row, col))
             if col.startswith("tatoeba"):
-                cells.append(f"{row[f'{col}_n']} of {PAPER_N[col]}")
-        paper_row = f"`{row['paper_row']}`" if row["paper_row"] else ""
-        f.write(f"| `{row['model']}` | {row['label']} | {paper_row} | " + " | ".join(cells) + " |\n")
+                line.append(f"{row[f'{col}_n']} of {PAPER_N[col]}")
+        cells.append(line)
+    return Grid.of(["model", "system", "paper row", *heads], cells, "lll" + "r" * len(heads),
+                   caption="ours beside the paper (ours / paper)")
 
 
 def _intro(run_name: str) -> str:
@@ -298,29 +274,24 @@ def _model_list(rows: Sequence[Mapping]) -> str:
 
 def write_table2(rows: Sequence[Mapping], md_path, csv_path, run_name: str) -> list[Path]:
     """``md_path``: the paper's Table 2 as printed, then our rows with ours beside the paper's values and
-    the notes on what differs; ``csv_path``: :func:`csv_lines`. Returns the written paths."""
+    the notes on what differs; ``csv_path``: :func:`csv_lines`; the LaTeX beside the Markdown. Returns the
+    written paths."""
     rows = list(rows)
-    md_path, csv_path = Path(md_path), Path(csv_path)
     lines, fields = seeds.seed_columns(csv_lines(rows), CSV_FIELDS)
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: fmt2(line[k], missing="") for k in fields} for line in lines)
-    with atomic_output(md_path) as f:
-        f.write(f"# {PAPER}, Table 2 — UN (P@1) and Tatoeba (average accuracy), run `{run_name}`\n\n")
-        f.write(_intro(run_name) + "\n\n")
-        f.write("## The paper's Table 2\n\n")
-        _md_paper_table(f)
-        f.write("\n## Ours beside the paper\n\n")
-        f.write(_notes(rows) + "\n\n")
-        if seeds.has_replicates(rows):
-            f.write(seeds.NOTE + "\n\n")
-        if rows:
-            _md_our_rows(f, rows)
-            f.write("\nOur rows:\n\n" + _model_list(rows) + "\n")
-        else:
-            f.write("No model of ours.\n")
-    return [md_path, csv_path]
+    title = f"{PAPER}, Table 2 — UN (P@1) and Tatoeba (average accuracy), run `{run_name}`"
+    doc = Document(caption=title)
+    doc.add(f"# {title}\n\n", _intro(run_name) + "\n\n", "## The paper's Table 2\n\n", _paper_grid(),
+            "\n– = printed '-' (not reported). The +PT row's UN avg is printed \"66,5\" (a comma typo for 66.5, "
+            "the mean of its four UN values). Source of every cell: `paper_values/labse_2020/labse_2020.csv`.\n",
+            "\n## Ours beside the paper\n\n", _notes(rows) + "\n\n")
+    if seeds.has_replicates(rows):
+        doc.add(seeds.NOTE + "\n\n")
+    if rows:
+        doc.add(_our_grid(rows), "\nOur rows:\n\n" + _model_list(rows) + "\n")
+    else:
+        doc.add("No model of ours.\n")
+    frame = csv_frame([{k: fmt2(line[k], missing="") for k in fields} for line in lines], fields)
+    return write_files(doc, frame, md_path, csv_path)
 
 
 # ---- command line -----------------------------------------------------------------------------------------

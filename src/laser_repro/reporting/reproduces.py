@@ -11,6 +11,9 @@ compared. A claim's ``better`` side is the setting the paper's statement calls b
 Inputs per model: a LASER variant's ``flores-xsim`` scores or another family's ``similarity`` scores (read
 as :mod:`laser_repro.reporting.compare` reads them), per seed, with the Snakemake benchmark (column ``s``)
 of its training job and, for a pre-trained LaBSE model, of its pre-training (counted once: the seeds share it).
+
+The paper values and the table's files (Markdown, CSV and LaTeX beside the Markdown) come from
+:mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
@@ -19,9 +22,10 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, NamedTuple, Sequence
 
-from laser_repro.core.textio import atomic_output, read_json
+from laser_repro.core.textio import read_json
 from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.reporting import compare, seeds
+from laser_repro.reporting.paper_table import Document, Grid, csv_frame, read_paper_values, write_files
 
 #: a model "learned" when its error is more than this many points below its error at update 0
 INIT_MARGIN = 2.0
@@ -72,26 +76,24 @@ CLAIMS: dict[str, Claim] = {
 
 
 # ---- the paper's numbers -----------------------------------------------------------------------------------
+#: a claim's paper-value file -> (folder of laser_repro/paper_values, file)
+PAPER_VALUES = {"laser_ablations": ("laser_2019", "paper_tables5_7_ablations.csv"),
+                "schwenk_douze_2017": ("schwenk_douze_2017", "schwenk_douze_2017.csv"),
+                "labse_2020": ("labse_2020", "labse_2020.csv"),
+                "bisent2vec_2019": ("bisent2vec_2019", "bisent2vec_2019.csv")}
+
+
 def _paper_lines(values: str) -> dict[tuple[int, str, str], tuple[str, str]]:
     """(table, row, column) -> (value as printed, source) of one paper-value file."""
-    if values == "laser_ablations":
-        from laser_repro.reporting.ablation import PAPER_ABLATIONS
-        from laser_repro.reporting.tables import read_paper_csv
-
-        return {(int(r["table"]), r["setting"], r["metric"]): (r["value"], r["source"])
-                for r in read_paper_csv(PAPER_ABLATIONS)}
-    if values == "schwenk_douze_2017":
-        from laser_repro.reporting.schwenk_douze import read_paper_values
-    elif values == "labse_2020":
-        from laser_repro.reporting.labse import read_paper_values
-    elif values == "bisent2vec_2019":
-        from laser_repro.reporting.bisent2vec import read_paper_values
-    else:
+    if values not in PAPER_VALUES:
         raise ValueError(f"unknown paper-value file {values!r}")
-    return {(int(r["table"]), r["row_id"], r["column"]): (r["value"], r["source"]) for r in read_paper_values()}
+    lines = read_paper_values(*PAPER_VALUES[values])
+    if values == "laser_ablations":  # rows are settings, columns metrics
+        return {(int(r["table"]), r["setting"], r["metric"]): (r["value"], r["source"]) for r in lines}
+    return {(int(r["table"]), r["row_id"], r["column"]): (r["value"], r["source"]) for r in lines}
 
 
-PAPER_VALUE_FILES = ("laser_ablations", "schwenk_douze_2017", "labse_2020", "bisent2vec_2019")
+PAPER_VALUE_FILES = tuple(PAPER_VALUES)
 
 
 class PaperNumber(NamedTuple):
@@ -289,50 +291,48 @@ def csv_lines(rows: Sequence[Mapping]) -> list[dict]:
 
 
 def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, heldout: Sequence[int]) -> None:
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if v is None else v) for k, v in line.items()} for line in csv_lines(rows))
     sources = []
-    with atomic_output(md_path) as f:
-        f.write(f"# What this run reproduces: run `{run_name}`\n\n")
-        f.write("| claim | paper (table: better vs worse setting) | ours: better | ours: worse | init: better / worse "
-                "| difference ± se | verdict | wall time per run: better / worse |\n")
-        f.write("|---|---|---|---|---|---:|---|---|\n")
-        for r in rows:
-            paper = []
-            for e in r["evidence"]:
-                sources += [e["better"].source, e["worse"].source]
-                paper.append(f"Table {e['table']}: {_number(e['better'].value)} vs {_number(e['worse'].value)} "
-                             f"{e['measure']} ({e['direction']})")
-            se = "n/a (one seed)" if r["se"] is None else f"{r['se']:.1f}"
-            wall = " / ".join(_duration(r[f"{k}_wall_s"]) + (f" (incl. {_duration(r[f'{k}_pretrain_s'])} pre-training)"
-                                                               if r[f"{k}_pretrain_s"] else "") for k in ("better", "worse"))
-            f.write(f"| **{r['claim']}** ({' '.join(r['languages'])}) | {r['paper']}: {r['statement']}; "
-                    f"{'; '.join(paper)}; paper: {r['paper_direction']} "
-                    f"| {' + '.join(r['better'])}: {_spread_text(r['better_error'])} "
-                    f"| {' + '.join(r['worse'])}: {_spread_text(r['worse_error'])} "
-                    f"| {_spread_text(r['better_init'])} / {_spread_text(r['worse_init'])} "
-                    f"| {r['difference']:+.1f} ± {se} | **{_verdict_text(r)}** | {wall} |\n")
-        f.write(f"\n**Ours**: held-out FLORES xsim error (%) on dev lines {heldout[0]}–{int(heldout[1]) - 1} (never "
-                f"trained on; {rows[0]['sentences'] if rows else 0} sentences, the same for every model), the mean "
-                f"of en→xx and xx→en over the languages both models of a claim have (listed beside the claim; a 1:1 model "
-                f"has no encoder for its target language, a Bi-Sent2Vec model only its pair's), mean ± sample sd "
-                f"over the training seeds (n). **init**: the same models at update 0. The papers measure "
-                f"otherwise (LASER: Tatoeba error; Schwenk & Douze: similarity error on UN; LaBSE: Tatoeba "
-                f"accuracy; Bi-Sent2Vec: word translation P@1), at far larger scale, so only the direction is "
-                f"compared. **difference** = worse − better (positive: the claim's direction), se = "
-                f"sqrt(sd_b²/n_b + sd_w²/n_w). **Verdict**: agrees when the difference is in the claim's "
-                f"direction by more than {SE_MULTIPLE:g} se, disagrees when it is the other way by as much, "
-                f"inconclusive otherwise (or with one seed); **at init level**: a model not more than "
-                f"{INIT_MARGIN:g} points below its init (it did not learn at this scale). **paper**: as claimed / "
-                f"opposite / mixed: the direction of the paper's own numbers. **Wall time**: the training job's "
-                f"Snakemake benchmark, mean over seeds (the models of a side summed), plus a LaBSE pre-training "
-                f"once (the seeds share it).\n")
-        if sources:
-            f.write("\nPaper values:\n\n")
-            for source in dict.fromkeys(sources):
-                f.write(f"- {source}\n")
+    cells = []
+    for r in rows:
+        paper = []
+        for e in r["evidence"]:
+            sources += [e["better"].source, e["worse"].source]
+            paper.append(f"Table {e['table']}: {_number(e['better'].value)} vs {_number(e['worse'].value)} "
+                         f"{e['measure']} ({e['direction']})")
+        se = "n/a (one seed)" if r["se"] is None else f"{r['se']:.1f}"
+        wall = " / ".join(_duration(r[f"{k}_wall_s"]) + (f" (incl. {_duration(r[f'{k}_pretrain_s'])} pre-training)"
+                                                           if r[f"{k}_pretrain_s"] else "") for k in ("better", "worse"))
+        cells.append([f"**{r['claim']}** ({' '.join(r['languages'])})",
+                      f"{r['paper']}: {r['statement']}; {'; '.join(paper)}; paper: {r['paper_direction']}",
+                      f"{' + '.join(r['better'])}: {_spread_text(r['better_error'])}",
+                      f"{' + '.join(r['worse'])}: {_spread_text(r['worse_error'])}",
+                      f"{_spread_text(r['better_init'])} / {_spread_text(r['worse_init'])}",
+                      f"{r['difference']:+.1f} ± {se}", f"**{_verdict_text(r)}**", wall])
+    tables = list(dict.fromkeys(f"{r['paper']} Table {e['table']}" for r in rows for e in r["evidence"]))
+    title = f"What this run reproduces: run `{run_name}`"
+    doc = Document(caption=f"{title}; the papers' tables: {', '.join(tables) or 'none'}")
+    doc.add(f"# {title}\n\n",
+            Grid.of(["claim", "paper (table: better vs worse setting)", "ours: better", "ours: worse",
+                     "init: better / worse", "difference ± se", "verdict", "wall time per run: better / worse"],
+                    cells, "lllllrll"))
+    doc.add(f"\n**Ours**: held-out FLORES xsim error (%) on dev lines {heldout[0]}–{int(heldout[1]) - 1} (never "
+            f"trained on; {rows[0]['sentences'] if rows else 0} sentences, the same for every model), the mean "
+            f"of en→xx and xx→en over the languages both models of a claim have (listed beside the claim; a 1:1 model "
+            f"has no encoder for its target language, a Bi-Sent2Vec model only its pair's), mean ± sample sd "
+            f"over the training seeds (n). **init**: the same models at update 0. The papers measure "
+            f"otherwise (LASER: Tatoeba error; Schwenk & Douze: similarity error on UN; LaBSE: Tatoeba "
+            f"accuracy; Bi-Sent2Vec: word translation P@1), at far larger scale, so only the direction is "
+            f"compared. **difference** = worse − better (positive: the claim's direction), se = "
+            f"sqrt(sd_b²/n_b + sd_w²/n_w). **Verdict**: agrees when the difference is in the claim's "
+            f"direction by more than {SE_MULTIPLE:g} se, disagrees when it is the other way by as much, "
+            f"inconclusive otherwise (or with one seed); **at init level**: a model not more than "
+            f"{INIT_MARGIN:g} points below its init (it did not learn at this scale). **paper**: as claimed / "
+            f"opposite / mixed: the direction of the paper's own numbers. **Wall time**: the training job's "
+            f"Snakemake benchmark, mean over seeds (the models of a side summed), plus a LaBSE pre-training "
+            f"once (the seeds share it).\n")
+    if sources:
+        doc.add("\nPaper values:\n\n", *(f"- {source}\n" for source in dict.fromkeys(sources)))
+    write_files(doc, csv_frame(csv_lines(rows), CSV_FIELDS), md_path, csv_path)
 
 
 def read_benchmark_seconds(path: str) -> float:

@@ -1,6 +1,6 @@
 """Schwenk & Douze (2017), Tables 1-4: our similarity errors beside the published ones.
 
-The paper's values are in ``paper_values/schwenk_douze_2017.csv`` (one line per printed cell, with its
+The paper's values are in ``paper_values/schwenk_douze_2017/schwenk_douze_2017.csv`` (one line per printed cell, with its
 source). Each of our trained models is one *results entry*::
 
     {"name": "bilstm_all", "description": "BiLSTM 1x64 max-pool, efsraz-all",
@@ -12,24 +12,26 @@ A column of Tables 1-3 is a language subset (``efsr`` = eng, fra, spa, rus) and 
 similarity error over the ordered pairs among those languages
 (:func:`laser_repro.evaluation.xsim.mean_over`); a model without an encoder for one of them has no value
 there, as the paper's 1:1 systems. Table 4 is the matrix of one model, source rows x target columns.
+
+This module holds the tables' definitions; the paper values, rounding, Δ and the Markdown, CSV and LaTeX
+files come from :mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
-import csv
-import io
 from fnmatch import fnmatch
-from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from laser_repro.core.textio import atomic_output
 from laser_repro.models.record import add_model_records_option, require_model_records
 from laser_repro.evaluation.xsim import mean_over
 from laser_repro.models.similarity import pair_key
 from laser_repro.reporting import seeds
-from laser_repro.reporting.tables import fmt2
+from laser_repro.reporting.paper_table import (Document, Grid, csv_frame, delta, fixed2, fmt2, number,
+                                               read_paper_values, round2, write_files)
 
 PAPER = "Schwenk & Douze 2017"
+#: the paper's values: laser_repro/paper_values/<PAPER_DIR>/<PAPER_CSV>
+PAPER_DIR = "schwenk_douze_2017"
 PAPER_CSV = "schwenk_douze_2017.csv"
 #: the paper's letters (Table 1 caption) and our ISO 639-3 codes
 LETTERS = {"e": "eng", "f": "fra", "s": "spa", "r": "rus", "a": "ara", "z": "cmn"}
@@ -55,17 +57,11 @@ def subset_languages(letters: str) -> list[str]:
     return [LETTERS[ch] for ch in letters]
 
 
-def read_paper_values() -> list[dict]:
-    """The lines of ``paper_values/schwenk_douze_2017.csv``."""
-    text = resources.files("laser_repro.reporting.paper_values").joinpath(PAPER_CSV).read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
 def paper_rows(table: int) -> list[dict]:
     """The rows of one paper table in the paper's order: ``{"row_id", "block", "system", "printed":
     {column: value as printed, "" for a dash}, "source": {column: source}}``."""
     rows: dict[str, dict] = {}
-    for line in read_paper_values():
+    for line in read_paper_values(PAPER_DIR, PAPER_CSV):
         if int(line["table"]) != table:
             continue
         row = rows.setdefault(line["row_id"], {"row_id": line["row_id"], "block": line["block"],
@@ -109,14 +105,6 @@ def cell_value(table: int, row_id: str | None, column: str, matrix: Mapping | No
     return _mean(matrix, subset_languages(COLUMN_SUBSETS[column]))
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
-
-
-def _paper(printed: str) -> float | None:
-    return float(printed) if printed not in (None, "") else None
-
-
 def claims(result: Mapping, row_id: str) -> bool:
     """Whether a results entry stands for a paper row (its ``paper_rows`` are fnmatch patterns: ``t4.*``)."""
     return any(fnmatch(row_id, pattern) for pattern in result.get("paper_rows") or ())
@@ -126,7 +114,7 @@ def _check_results(results: Sequence[Mapping]) -> None:
     names = [r.get("name") for r in results]
     if any(not n for n in names) or len(set(names)) != len(names):
         raise ValueError(f"every results entry needs a distinct name, got {names}")
-    ids = [line["row_id"] for line in read_paper_values()]
+    ids = [line["row_id"] for line in read_paper_values(PAPER_DIR, PAPER_CSV)]
     for r in results:
         if not isinstance(r.get("similarity"), Mapping) or "pairs" not in r["similarity"]:
             raise ValueError(f"results entry {r['name']}: no similarity-error matrix ('similarity')")
@@ -145,14 +133,14 @@ def table_cells(table: int, results: Sequence[Mapping], tfidf: Mapping | None) -
         similarity = None if result is None else result["similarity"]
         init = None if result is None else result.get("init")
         for column in TABLE_COLUMNS[table]:
-            paper = _paper(printed.get(column, ""))
-            ours = _round(cell_value(table, row["row_id"], column, similarity))
+            paper = number(printed.get(column, ""))
+            ours = round2(cell_value(table, row["row_id"], column, similarity))
             cells.append({
                 "table": table, "row_id": row["row_id"], "block": row["block"], "system": row["system"],
                 "column": column, "paper": printed.get(column, ""), "ours": ours,
-                "delta": None if ours is None or paper is None else round(ours - paper, 2),
-                "init": _round(cell_value(table, row["row_id"], column, init)),
-                "tfidf": _round(cell_value(table, row["row_id"], column, tfidf)),
+                "delta": delta(ours, paper),
+                "init": round2(cell_value(table, row["row_id"], column, init)),
+                "tfidf": round2(cell_value(table, row["row_id"], column, tfidf)),
                 "model": result["name"] if result else ""})
 
     for row in paper_rows(table):
@@ -167,11 +155,7 @@ def table_cells(table: int, results: Sequence[Mapping], tfidf: Mapping | None) -
     return cells
 
 
-# ---- Markdown ---------------------------------------------------------------------------------------------
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
+# ---- Markdown and LaTeX ------------------------------------------------------------------------------------
 def _signed(value: float) -> str:
     return f"{value:+.2f}".replace("-", "−")
 
@@ -182,11 +166,11 @@ def _md_cell(cell: dict, *, with_delta: bool = True) -> str:
     if not cell["model"]:
         return paper
     if cell["block"] == "(ours only)":
-        return _num(cell["ours"])
+        return fixed2(cell["ours"])
     if cell["ours"] is None and not cell["paper"]:
         return "–"
     delta = f"; Δ {_signed(cell['delta'])}" if with_delta and cell["delta"] is not None else ""
-    return f"{_num(cell['ours'])} ({paper}{delta})"
+    return f"{fixed2(cell['ours'])} ({paper}{delta})"
 
 
 def _rows_of(cells: list[dict]) -> list[list[dict]]:
@@ -234,52 +218,52 @@ def _intro(table: int, results: Sequence[Mapping], tfidf: Mapping | None, run_na
     return text
 
 
-def _baseline_md_row(label: str, cells: list[dict], key: str, lead: int) -> str:
-    return "| " + " | ".join([label] + [""] * (lead - 1) + [_num(c[key]) for c in cells]) + " |\n"
+def _baseline_row(label: str, cells: list[dict], key: str, lead: int) -> list[str]:
+    return [label] + [""] * (lead - 1) + [fixed2(c[key]) for c in cells]
 
 
-def _write_md_rows(f, table: int, cells: list[dict], results: Sequence[Mapping], tfidf) -> None:
+def _rows_grid(table: int, cells: list[dict], results: Sequence[Mapping], tfidf) -> Grid:
     columns = TABLE_COLUMNS[table]
-    f.write("| block | system | model | " + " | ".join(HEADERS[c] for c in columns) + " |\n")
-    f.write("|---|---|---|" + "---:|" * len(columns) + "\n")
     with_init = {r["name"] for r in results if r.get("init") is not None}
+    lines = []
     for row in _rows_of(cells):
         first = row[0]
         model = f"`{first['model']}`" if first["model"] else ""
-        f.write(f"| {first['block']} | {first['system']} | {model} | "
-                + " | ".join(_md_cell(c) for c in row) + " |\n")
+        lines.append([first["block"], first["system"], model, *(_md_cell(c) for c in row)])
         if first["model"] in with_init:
-            f.write(_baseline_md_row("↳ random init", row, "init", 3))
+            lines.append(_baseline_row("↳ random init", row, "init", 3))
     if tfidf is not None:
-        f.write(_baseline_md_row("TF-IDF (no learning)", _rows_of(cells)[0], "tfidf", 3))
+        lines.append(_baseline_row("TF-IDF (no learning)", _rows_of(cells)[0], "tfidf", 3))
+    return Grid.of(["block", "system", "model", *(HEADERS[c] for c in columns)], lines, "lll" + "r" * len(columns))
 
 
-def _write_md_matrix(f, cells: list[dict], results: Sequence[Mapping], tfidf) -> None:
+def _matrix_grids(cells: list[dict], results: Sequence[Mapping], tfidf) -> list:
+    """Table 4: ours (paper) as source rows x target columns, then each model's random init and TF-IDF, each
+    a grid after a line saying which."""
     columns = TABLE_COLUMNS[4]
-    header = "| source \\ target | " + " | ".join(HEADERS.get(c, c) for c in columns) + " |\n"
-    rule = "|---|" + "---:|" * len(columns) + "\n"
+    header = ["source \\ target", *(HEADERS.get(c, c) for c in columns)]
+    align = "l" + "r" * len(columns)
     rows = _rows_of(cells)
-    f.write(header + rule)
-    for row in rows:
-        f.write(f"| {row[0]['system']} | " + " | ".join(_md_cell(c, with_delta=False) for c in row) + " |\n")
+    out: list = [Grid.of(header, [[row[0]["system"], *(_md_cell(c, with_delta=False) for c in row)] for row in rows],
+                         align, caption="ours (paper)")]
     models = list(dict.fromkeys(c["model"] for c in cells if c["model"]))
     for name in models:
         init = next((r.get("init") for r in results if r["name"] == name), None)
         if init is None:
             continue
-        f.write(f"\nRandom init of `{name}`:\n\n" + header + rule)
-        for row in rows:
-            f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["init"]) if c["model"] == name else "·"
-                                                             for c in row) + " |\n")
+        out += [f"\nRandom init of `{name}`:\n\n",
+                Grid.of(header, [[row[0]["system"], *(fixed2(c["init"]) if c["model"] == name else "·" for c in row)]
+                                 for row in rows], align, caption=f"random init of `{name}`")]
     if tfidf is not None:
-        f.write("\nTF-IDF (no learning):\n\n" + header + rule)
-        for row in rows:
-            f.write(f"| {row[0]['system']} | " + " | ".join(_num(c["tfidf"]) for c in row) + " |\n")
+        out += ["\nTF-IDF (no learning):\n\n",
+                Grid.of(header, [[row[0]["system"], *(fixed2(c["tfidf"]) for c in row)] for row in rows], align,
+                        caption="TF-IDF (no learning)")]
+    return out
 
 
 def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, run_name: str,
                  seed_results: Sequence[Sequence[Mapping]] = ()) -> list[Path]:
-    """``table1.md/.csv`` ... ``table4.md/.csv`` in ``out_dir``: every paper row of Schwenk & Douze 2017
+    """``table1.md/.csv/.tex`` ... ``table4.md/.csv/.tex`` in ``out_dir``: every paper row of Schwenk & Douze 2017
     Tables 1-4, ours beside the rows our models claim (see the module docstring), the random-init and
     TF-IDF baselines on the same sentences. ``seed_results``: the same models' results of every further
     seed (config `seeds`): each cell becomes mean ± sd over the seeds. Returns the written paths."""
@@ -290,22 +274,15 @@ def write_tables(results: Sequence[Mapping], tfidf: Mapping | None, out_dir, *, 
     written = []
     for table in (1, 2, 3, 4):
         cells = seeds.over_seeds([table_cells(table, r, tfidf) for r in [results, *seed_results]])
-        csv_path, md_path = out_dir / f"table{table}.csv", out_dir / f"table{table}.md"
         lines, fields = seeds.seed_columns(cells, CSV_FIELDS)
-        with atomic_output(csv_path) as f:
-            writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows({k: fmt2(c[k], missing="") for k in fields} for c in lines)
-        with atomic_output(md_path) as f:
-            f.write(f"# {PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`\n\n")
-            f.write(_intro(table, results, tfidf, run_name) + "\n\n")
-            if seeds.has_replicates(cells):
-                f.write(seeds.NOTE + "\n\n")
-            if table == 4:
-                _write_md_matrix(f, cells, results, tfidf)
-            else:
-                _write_md_rows(f, table, cells, results, tfidf)
-        written += [md_path, csv_path]
+        title = f"{PAPER}, Table {table} — {TITLES[table]}, run `{run_name}`"
+        doc = Document(caption=title)
+        doc.add(f"# {title}\n\n", _intro(table, results, tfidf, run_name) + "\n\n")
+        if seeds.has_replicates(cells):
+            doc.add(seeds.NOTE + "\n\n")
+        doc.add(*(_matrix_grids(cells, results, tfidf) if table == 4 else [_rows_grid(table, cells, results, tfidf)]))
+        frame = csv_frame([{k: fmt2(c[k], missing="") for k in fields} for c in lines], fields)
+        written += write_files(doc, frame, out_dir / f"table{table}.md", out_dir / f"table{table}.csv")
     return written
 
 

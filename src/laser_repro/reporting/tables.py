@@ -1,17 +1,24 @@
-"""Paper tables: our numbers beside the published ones, as Markdown and CSV."""
+"""LASER's paper tables (Artetxe & Schwenk 2019, TACL): Tables 1 and 9 (Tatoeba), 2 and 8 (XNLI), 3 (MLDoc),
+4 (BUCC), the WMT similarity table and the FLORES xsim table, our numbers beside the published ones.
+
+Only the tables' definitions are here (rows, columns, notes); the paper values, rounding, Δ and the Markdown,
+CSV and LaTeX files come from :mod:`laser_repro.reporting.paper_table`, the base every paper's reporter shares.
+"""
 from __future__ import annotations
 
-import csv
-import io
 import re
-from importlib import resources
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from laser_repro.core import languages
-from laser_repro.core.textio import atomic_output
-from laser_repro.reporting.seeds import seed_columns
+from laser_repro.reporting.paper_table import (Document, Grid, csv_frame, delta, fmt1, fmt2, mean,
+                                               number as _number, read_paper_values, round2, write_files,
+                                               write_table)
 
+#: the folder of laser_repro/paper_values holding the TACL 2019 values
+PAPER = "laser_2019"
+#: the caption's reference to the paper
+TACL = "Artetxe & Schwenk 2019 (TACL)"
 PAPER_TABLE1 = "paper_table1.csv"
 PAPER_TABLE9 = "paper_table9_tatoeba_unseen.csv"
 PAPER_TABLE8 = "paper_table8_xnli_cross.csv"
@@ -22,13 +29,8 @@ README_RERUN = "laser_readme_rerun"
 
 
 def read_paper_csv(name: str) -> list[dict]:
-    """Rows of one of the paper's reference tables shipped in laser_repro/data."""
-    text = resources.files("laser_repro.data").joinpath(name).read_text(encoding="utf-8")
-    return list(csv.DictReader(io.StringIO(text)))
-
-
-def _number(value: str | None, kind=float):
-    return kind(value) if value not in (None, "") else None
+    """Rows of one of the paper's value files (``laser_repro/paper_values/laser_2019/``)."""
+    return read_paper_values(PAPER, name)
 
 
 def load_paper_tatoeba() -> dict[str, dict]:
@@ -56,10 +58,6 @@ def load_paper_table1() -> dict[str, dict]:
     return {code: row for code, row in load_paper_tatoeba().items() if row["paper_table"] == "1"}
 
 
-def _delta(ours: float | None, paper: float | None) -> float | None:
-    return None if ours is None or paper is None else round(ours - paper, 2)
-
-
 def table1_rows(results: Mapping[str, dict], train_sizes: Mapping[str, int]) -> list[dict]:
     """One row per evaluated language: training size, our errors, test size, paper values, deltas."""
     paper = load_paper_tatoeba()
@@ -81,8 +79,8 @@ def table1_rows(results: Mapping[str, dict], train_sizes: Mapping[str, int]) -> 
             "paper_xx_en_error": ref.get("xx_en_error"),
             "paper_test_sentences": ref.get("test_sentences"),
             "paper_table": ref.get("paper_table"),
-            "delta_en_xx_error": _delta(res["en_xx_error"], ref.get("en_xx_error")),
-            "delta_xx_en_error": _delta(res["xx_en_error"], ref.get("xx_en_error")),
+            "delta_en_xx_error": delta(res["en_xx_error"], ref.get("en_xx_error")),
+            "delta_xx_en_error": delta(res["xx_en_error"], ref.get("xx_en_error")),
             # baselines on the same sentences (absent in score files of older runs)
             **{f"{base}_{d}_error": (round(res[base][f"{d}_error"], 2) if base in res else None)
                for base in BASELINES for d in ("en_xx", "xx_en")},
@@ -97,18 +95,6 @@ BASELINES = ("tfidf", "init")
 def _both(row, prefix) -> str:
     a, b = row.get(f"{prefix}en_xx_error"), row.get(f"{prefix}xx_en_error")
     return "n/a" if a is None or b is None else f"{a:.1f} / {b:.1f}"
-
-
-def fmt2(value, missing: str = "n/a") -> str:
-    """A table cell: floats with 2 decimals, None as ``missing``."""
-    if value is None:
-        return missing
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
-_fmt = fmt2
 
 
 def _size(n: int | None) -> str:
@@ -135,88 +121,52 @@ def write_tatoeba_table(rows: list[dict], md_path: Path | str, csv_path: Path | 
     if not rows and not unseen:
         raise ValueError("Table 1: no evaluated languages")
     columns = list(rows[0]) if rows else ["language"]
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
-    with atomic_output(md_path) as f:
-        what = ("languages of the test set with **no training data** in this configuration (zero-shot)"
-                if unseen else "languages with training data")
-        f.write(f"# Table {number} — Tatoeba similarity error (%), {what}, run `{run_name}`\n\n")
-        f.write("Error = share of sentences whose nearest neighbour (cosine) in the other language is not "
-                "its translation; en→xx queries with English. Baselines on the same sentences: TF-IDF = "
-                "character 1–4-gram TF-IDF cosine of the raw sentences (no learning), init = the same encoder "
-                "at update 0 (`en→xx / xx→en`). Paper: Artetxe & Schwenk (2019), TACL, Tables 1 "
-                "and 9 (93-language model; the paper column names the table a value comes from, since a "
-                "language unseen here may have been a training language of the paper). Δ = ours − paper.\n\n")
-        if not rows:
-            f.write("No Tatoeba language without training data is evaluated in this configuration "
-                    "(add some to evaluation.tatoeba.languages).\n")
-            return
-        avg = {k: sum(r[k] for r in rows) / len(rows) for k in ("en_xx_error", "xx_en_error")}
-        # the paper's average over the same languages, where it reports them
-        both = [r for r in rows if r["paper_en_xx_error"] is not None]
-        paper_avg = {k: (sum(r["paper_" + k] for r in both) / len(both) if both else None)
-                     for k in ("en_xx_error", "xx_en_error")}
-        f.write("| lang | name | train sent. | en→xx err. | xx→en err. | TF-IDF | init | test sent. "
-                "| paper train | paper en→xx | paper xx→en | paper test | paper table (code) | Δ en→xx | Δ xx→en |\n")
-        f.write("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n")
-        for r in rows:
-            f.write(f"| {r['language']} | {r['name']} | {_size(r['train_sentences'])} | {_fmt(r['en_xx_error'])} "
-                    f"| {_fmt(r['xx_en_error'])} | {_both(r, 'tfidf_')} | {_both(r, 'init_')} "
-                    f"| {r['test_sentences']} | {_size(r['paper_train_sentences'])} "
-                    f"| {_fmt(r['paper_en_xx_error'])} | {_fmt(r['paper_xx_en_error'])} "
-                    f"| {_fmt(r['paper_test_sentences'])} | {_paper_table_cell(r)} "
-                    f"| {_fmt(r['delta_en_xx_error'])} | {_fmt(r['delta_xx_en_error'])} |\n")
-        base_avg = {}
-        for base in BASELINES:
-            values = [r for r in rows if r.get(f"{base}_en_xx_error") is not None]
-            base_avg[base] = ({f"{d}_error": sum(r[f"{base}_{d}_error"] for r in values) / len(values)
-                               for d in ("en_xx", "xx_en")} if len(values) == len(rows) else {})
-        f.write(f"| **avg** | {len(rows)} languages | | {avg['en_xx_error']:.2f} | {avg['xx_en_error']:.2f} "
-                f"| {_both(base_avg['tfidf'], '')} | {_both(base_avg['init'], '')} "
-                f"| | | {_fmt(paper_avg['en_xx_error'])} | {_fmt(paper_avg['xx_en_error'])} | | | | |\n")
-        if len(both) != len(rows):
-            f.write(f"\nPaper averages are over the {len(both)} languages the paper reports.\n")
+    what = ("languages of the test set with **no training data** in this configuration (zero-shot)"
+            if unseen else "languages with training data")
+    doc = Document(caption=f"Table {number} — Tatoeba similarity error (%), {what}, run `{run_name}`; paper: {TACL} "
+                           f"Tables 1 and 9",
+                   latex_note="No Tatoeba language without training data is evaluated in this configuration.")
+    doc.add(f"# Table {number} — Tatoeba similarity error (%), {what}, run `{run_name}`\n\n",
+            "Error = share of sentences whose nearest neighbour (cosine) in the other language is not "
+            "its translation; en→xx queries with English. Baselines on the same sentences: TF-IDF = "
+            "character 1–4-gram TF-IDF cosine of the raw sentences (no learning), init = the same encoder "
+            "at update 0 (`en→xx / xx→en`). Paper: Artetxe & Schwenk (2019), TACL, Tables 1 "
+            "and 9 (93-language model; the paper column names the table a value comes from, since a "
+            "language unseen here may have been a training language of the paper). Δ = ours − paper.\n\n")
+    if not rows:
+        doc.add("No Tatoeba language without training data is evaluated in this configuration "
+                "(add some to evaluation.tatoeba.languages).\n")
+        write_files(doc, csv_frame(rows, columns), md_path, csv_path)
+        return
+    avg = {k: sum(r[k] for r in rows) / len(rows) for k in ("en_xx_error", "xx_en_error")}
+    # the paper's average over the same languages, where it reports them
+    both = [r for r in rows if r["paper_en_xx_error"] is not None]
+    paper_avg = {k: (sum(r["paper_" + k] for r in both) / len(both) if both else None)
+                 for k in ("en_xx_error", "xx_en_error")}
+    cells = [[r["language"], r["name"], _size(r["train_sentences"]), fmt2(r["en_xx_error"]), fmt2(r["xx_en_error"]),
+              _both(r, "tfidf_"), _both(r, "init_"), str(r["test_sentences"]), _size(r["paper_train_sentences"]),
+              fmt2(r["paper_en_xx_error"]), fmt2(r["paper_xx_en_error"]), fmt2(r["paper_test_sentences"]),
+              _paper_table_cell(r), fmt2(r["delta_en_xx_error"]), fmt2(r["delta_xx_en_error"])] for r in rows]
+    base_avg = {}
+    for base in BASELINES:
+        values = [r for r in rows if r.get(f"{base}_en_xx_error") is not None]
+        base_avg[base] = ({f"{d}_error": sum(r[f"{base}_{d}_error"] for r in values) / len(values)
+                           for d in ("en_xx", "xx_en")} if len(values) == len(rows) else {})
+    cells.append(["**avg**", f"{len(rows)} languages", "", f"{avg['en_xx_error']:.2f}", f"{avg['xx_en_error']:.2f}",
+                  _both(base_avg["tfidf"], ""), _both(base_avg["init"], ""), "", "", fmt2(paper_avg["en_xx_error"]),
+                  fmt2(paper_avg["xx_en_error"]), "", "", "", ""])
+    doc.add(Grid.of(["lang", "name", "train sent.", "en→xx err.", "xx→en err.", "TF-IDF", "init", "test sent.",
+                     "paper train", "paper en→xx", "paper xx→en", "paper test", "paper table (code)", "Δ en→xx",
+                     "Δ xx→en"], cells, "llrrrrrrrrrrlrr", compact_rows=(len(rows),)))
+    if len(both) != len(rows):
+        doc.add(f"\nPaper averages are over the {len(both)} languages the paper reports.\n")
+    write_files(doc, csv_frame(rows, columns), md_path, csv_path)
 
 
 # ---- evaluation tables (2, 3, 4, 8 and WMT similarity) ------------------------------------------------
-def write_table(md_path: Path | str, csv_path: Path | str, *, title: str, intro: str,
-                columns: list[tuple[str, str]], rows: list[dict], notes: list[str] = ()) -> None:
-    """One table as CSV (every key of the rows; values over seeds as mean, sd, n: reporting.seeds) and
-    Markdown (`columns`: key, header)."""
-    keys = list(dict.fromkeys(k for row in rows for k in row)) or [k for k, _ in columns]
-    csv_rows, keys = seed_columns(rows, keys)
-    with atomic_output(csv_path) as f:
-        writer = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if row.get(k) is None else row.get(k)) for k in keys} for row in csv_rows)
-    with atomic_output(md_path) as f:
-        f.write(f"# {title}\n\n{intro}\n\n")
-        f.write("| " + " | ".join(h for _, h in columns) + " |\n")
-        f.write("|" + "|".join("---" if i == 0 else "---:" for i in range(len(columns))) + "|\n")
-        for row in rows:
-            f.write("| " + " | ".join(_cell(row, k) for k, _ in columns) + " |\n")
-        for note in notes:
-            f.write(f"\n{note}\n")
-
-
-def _cell(row: dict, key: str) -> str:
-    value = row.get(key)
-    not_ours = ("paper", "laser_readme", "language", "name")  # published values and labels are never "missing"
-    if value is None and row.get("status") == "missing" and not key.startswith(not_ours):
-        return "missing"
-    return _fmt(value)
-
-
 def paper_values(name: str, key: str, value: str) -> dict:
     """{key: float value} of one of the paper CSVs (rows without a value are left out)."""
     return {row[key]: float(row[value]) for row in read_paper_csv(name) if row.get(value) not in (None, "")}
-
-
-def mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 def write_wmt_table(md_path, csv_path, *, run_name: str, languages_: list[str], scores: dict | None,
@@ -237,13 +187,13 @@ def write_wmt_table(md_path, csv_path, *, run_name: str, languages_: list[str], 
         base = {name: {(p["src"], p["trg"]): p["error"] for p in s["pairs"]} if s else {}
                 for name, s in (("init", init), ("tfidf", tfidf))}
         rows = [{"src": p["src"], "trg": p["trg"], "error": round(p["error"], 2), "errors": p["errors"],
-                 **{f"{name}_error": _rounded(base[name].get((p["src"], p["trg"]))) for name in base},
+                 **{f"{name}_error": round2(base[name].get((p["src"], p["trg"]))) for name in base},
                  "sentences": scores["sentences"], "status": "ok", "note": ""} for p in scores["pairs"]]
         rows.append({"src": "all", "trg": "all", "error": round(scores["average_error"], 2), "errors": None,
-                     **{f"{name}_error": _rounded(s["average_error"]) if s else None
+                     **{f"{name}_error": round2(s["average_error"]) if s else None
                         for name, s in (("init", init), ("tfidf", tfidf))},
                      "paper_error": paper[0] if paper else None,
-                     "delta": _delta(scores["average_error"], paper[0] if paper else None),
+                     "delta": delta(scores["average_error"], paper[0] if paper else None),
                      "sentences": scores["sentences"], "status": "average", "note": f"{len(scores['pairs'])} ordered pairs"})
         notes = [f"{lang}: absent from {test_set}: {why}" for lang, why in scores.get("absent", {}).items()]
         rows += [{"src": lang, "trg": "*", "error": None, "errors": None, "sentences": None, "status": "missing",
@@ -259,6 +209,8 @@ def write_wmt_table(md_path, csv_path, *, run_name: str, languages_: list[str], 
                      f"over English, Czech, French, German and Spanish; the paper prints no per-pair values, and its "
                      f"text (Sec. 5.3) names the WMT 2014 test set. Δ = ours − paper.")
     write_table(md_path, csv_path, title=f"Similarity error on {test_set} (%), run `{run_name}`",
+                caption=(f"Similarity error on {test_set} (%), run `{run_name}`; paper: {TACL}, the WMT average of "
+                         f"Table 7 (no per-pair values printed)"),
                 intro=("For every sentence in the query language, its nearest neighbour (cosine) among all sentences "
                        "of the other language; an error when it is not its translation. Averaged over all ordered "
                        "language pairs (used by the language-count ablation, paper Table 7). Baselines on the same "
@@ -268,10 +220,6 @@ def write_wmt_table(md_path, csv_path, *, run_name: str, languages_: list[str], 
                          ("tfidf_error", "TF-IDF %"), ("init_error", "init %"), ("paper_error", "paper (TACL) %"),
                          ("delta", "Δ (ours − paper)"), ("sentences", "sentences"), ("note", "note")],
                 rows=rows, notes=notes)
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
 
 
 def _paper_source(name: str) -> str:
@@ -308,7 +256,7 @@ def _accuracy_rows(langs: list[str], scores: dict | None, paper: dict, size_key:
         ours = None if scores is None else scores["test_accuracy"].get(code)
         rows.append({"language": code, "paper_code": lang.paper or "", "name": lang.name,
                      "accuracy": None if ours is None else round(ours, 2), "paper_accuracy": paper.get(code),
-                     README_RERUN: readme.get(code), "delta": _delta(ours, paper.get(code)),
+                     README_RERUN: readme.get(code), "delta": delta(ours, paper.get(code)),
                      "test_size": None if scores is None else scores["sizes"][size_key].get(code),
                      "status": "ok" if ours is not None else "missing"})
     return rows
@@ -324,7 +272,7 @@ def _average_row(rows: list[dict], label: str) -> dict:
     return {"language": "avg", "name": label, "accuracy": None if avg is None else round(avg, 2),
             "paper_accuracy": None if paper is None else round(paper, 2),
             README_RERUN: None if readme is None else round(readme, 2),
-            "delta": _delta(avg, paper) if ours and len(both) == len(ours) else None, "status": "average"}
+            "delta": delta(avg, paper) if ours and len(both) == len(ours) else None, "status": "average"}
 
 
 def _write_accuracy_table(md, csv_path, *, number: int, task: str, paper_csv: str, size_key: str, unit: str,
@@ -351,6 +299,7 @@ def _write_accuracy_table(md, csv_path, *, number: int, task: str, paper_csv: st
                  f"own later re-run, not the paper's values; shown for reference, Δ is against TACL): "
                  f"{_readme_source(paper_csv)}.")
     write_table(md, csv_path, title=f"Table {number} — {task} test accuracy (%), run `{run_name}`", intro=intro,
+                caption=f"Table {number} — {task} test accuracy (%), run `{run_name}`; paper: {TACL} Table {number}",
                 columns=[("language", "lang"), ("name", "name"), ("accuracy", "ours"),
                          ("paper_accuracy", "paper (TACL)"), (README_RERUN, "LASER README re-run"),
                          ("delta", "Δ (ours − TACL)"), ("test_size", f"test {unit}")],
@@ -377,7 +326,7 @@ def write_xnli_tables(md2, csv2, md8, csv8, *, run_name: str, languages_: list[s
             ours = None if cross is None else round(cross["accuracy"][i][j], 2)
             ref = paper8.get((lp, lh))
             cells.append({"premise": lp, "hypothesis": lh, "accuracy": ours, "paper_accuracy": ref,
-                          "delta": _delta(ours, ref), "status": "ok" if ours is not None else "missing"})
+                          "delta": delta(ours, ref), "status": "ok" if ours is not None else "missing"})
     # the paper's 15 languages (CSV order), and its averages: "avg" as premise (per hypothesis column),
     # as hypothesis (per premise row) and both (the corner)
     paper_langs = list(dict.fromkeys(p for p, h in paper8 if "avg" not in (p, h)))
@@ -395,49 +344,38 @@ def write_xnli_tables(md2, csv2, md8, csv8, *, run_name: str, languages_: list[s
         ours, ref = ours_avg.get(key), paper8.get(key)
         ours = None if ours is None else round(ours, 2)
         cells.append({"premise": key[0], "hypothesis": key[1], "accuracy": ours, "paper_accuracy": ref,
-                      "delta": _delta(ours, ref) if same else None, "status": "average"})
+                      "delta": delta(ours, ref) if same else None, "status": "average"})
     keys = ["premise", "hypothesis", "accuracy", "paper_accuracy", "delta", "status"]
-    with atomic_output(csv8) as f:
-        writer = csv.DictWriter(f, fieldnames=keys, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows({k: ("" if c[k] is None else c[k]) for k in keys} for c in cells)
-    with atomic_output(md8) as f:
-        f.write(f"# Table 8 — XNLI accuracy (%) by premise language (rows) × hypothesis language (columns), "
-                f"run `{run_name}`\n\n")
-        f.write("The English-trained classifier of Table 2 on test pairs whose premise and hypothesis come from "
-                "different languages (pairs aligned by pairID); the diagonal is Table 2. avg = mean of the row or "
-                "column (ours: over this run's languages).\n\n")
-        if cross is None:
-            f.write(f"**Missing:** {missing}\n")
-        else:
-            f.write(f"{cross['pairs']} test pairs per cell.\n\n")
-            f.write("| premise \\ hypothesis | " + " | ".join(order) + " | avg |\n")
-            f.write("|---|" + "---:|" * (len(order) + 1) + "\n")
-            for i, lp in enumerate(order):
-                f.write(f"| {lp} | " + " | ".join(f"{acc[i][j]:.2f}" for j in range(n))
-                        + f" | {_fmt(ours_avg.get((lp, 'avg')))} |\n")
-            f.write("| avg | " + " | ".join(_fmt(ours_avg.get(("avg", lh))) for lh in order)
-                    + f" | {_fmt(ours_avg.get(('avg', 'avg')))} |\n")
-        # the paper's matrix, this run's languages first (same order as ours), then the others
-        shown = [lang for lang in order if lang in paper_langs] + [lang for lang in paper_langs if lang not in order]
-        paper_cells = sum((p, h) in paper8 for p in paper_langs for h in paper_langs)
-        if shown:
-            f.write("\n## paper (TACL Table 8)\n\n")
-            f.write("| premise \\ hypothesis | " + " | ".join(shown) + " | avg |\n")
-            f.write("|---|" + "---:|" * (len(shown) + 1) + "\n")
-            for lp in shown + ["avg"]:
-                f.write(f"| {lp} | " + " | ".join(_fmt1(paper8.get((lp, lh))) for lh in shown + ["avg"]) + " |\n")
-        found = sum(c["paper_accuracy"] is not None for c in cells if c["status"] != "average")
-        run_cells = sum(c["status"] != "average" for c in cells)
-        f.write(f"\nPaper values: {paper_cells} of {len(paper_langs) ** 2} cells "
-                f"({len(paper_langs)} × {len(paper_langs)} languages) of {_paper_source(PAPER_TABLE8)}, "
-                f"plus its averages; {found} of the {run_cells} cells of this run have one. "
-                f"The CSV has paper value and Δ per cell, and the averages (premise or hypothesis `avg`).\n")
-
-
-def _fmt1(value: float | None) -> str:
-    """A value as the paper prints it (one decimal)."""
-    return "n/a" if value is None else f"{value:.1f}"
+    title = (f"Table 8 — XNLI accuracy (%) by premise language (rows) × hypothesis language (columns), "
+             f"run `{run_name}`")
+    doc = Document(caption=f"{title}; paper: {TACL} Table 8")
+    doc.add(f"# {title}\n\n",
+            "The English-trained classifier of Table 2 on test pairs whose premise and hypothesis come from "
+            "different languages (pairs aligned by pairID); the diagonal is Table 2. avg = mean of the row or "
+            "column (ours: over this run's languages).\n\n")
+    if cross is None:
+        doc.add(f"**Missing:** {missing}\n")
+    else:
+        rows = [[lp, *(f"{acc[i][j]:.2f}" for j in range(n)), fmt2(ours_avg.get((lp, "avg")))]
+                for i, lp in enumerate(order)]
+        rows.append(["avg", *(fmt2(ours_avg.get(("avg", lh))) for lh in order), fmt2(ours_avg.get(("avg", "avg")))])
+        doc.add(f"{cross['pairs']} test pairs per cell.\n\n",
+                Grid.of(["premise \\ hypothesis", *order, "avg"], rows, "l" + "r" * (len(order) + 1), caption="ours"))
+    # the paper's matrix, this run's languages first (same order as ours), then the others
+    shown = [lang for lang in order if lang in paper_langs] + [lang for lang in paper_langs if lang not in order]
+    paper_cells = sum((p, h) in paper8 for p in paper_langs for h in paper_langs)
+    if shown:
+        doc.add("\n## paper (TACL Table 8)\n\n",
+                Grid.of(["premise \\ hypothesis", *shown, "avg"],
+                        [[lp, *(fmt1(paper8.get((lp, lh))) for lh in shown + ["avg"])] for lp in shown + ["avg"]],
+                        "l" + "r" * (len(shown) + 1), caption="the paper's values (TACL 2019 Table 8)"))
+    found = sum(c["paper_accuracy"] is not None for c in cells if c["status"] != "average")
+    run_cells = sum(c["status"] != "average" for c in cells)
+    doc.add(f"\nPaper values: {paper_cells} of {len(paper_langs) ** 2} cells "
+            f"({len(paper_langs)} × {len(paper_langs)} languages) of {_paper_source(PAPER_TABLE8)}, "
+            f"plus its averages; {found} of the {run_cells} cells of this run have one. "
+            f"The CSV has paper value and Δ per cell, and the averages (premise or hypothesis `avg`).\n")
+    write_files(doc, csv_frame(cells, keys), md8, csv8)
 
 
 def write_mldoc_table(md, csv_path, *, run_name: str, languages_: list[str], scores: dict | None,
@@ -479,7 +417,7 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
             "paper_train_precision": paper.get((code, "train", "precision")),
             "paper_train_recall": paper.get((code, "train", "recall")),
             "paper_train_f1": paper.get((code, "train", "f1")),
-            "delta_train_f1": _delta(f1, paper.get((code, "train", "f1"))),
+            "delta_train_f1": delta(f1, paper.get((code, "train", "f1"))),
             "laser_readme_train_precision": readme.get((code, "train", "precision")),
             "laser_readme_train_recall": readme.get((code, "train", "recall")),
             "laser_readme_train_f1": readme.get((code, "train", "f1")),
@@ -500,6 +438,7 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
                  f"LASER README re-run (the LASER repository's own later numbers, not the paper's; shown for "
                  f"reference, Δ is against TACL; its P and R are in the CSV): {_readme_source('paper_table4_bucc.csv')}.")
     write_table(md, csv_path, title=f"Table 4 — BUCC 2018 bitext mining, run `{run_name}`",
+                caption=f"Table 4 — BUCC 2018 bitext mining, run `{run_name}`; paper: {TACL} Table 4",
                 intro="Margin-based mining (ratio margin, k nearest neighbours, candidates of both directions kept "
                       "1:1 best first; duplicate sentences embedded once). Threshold chosen for the best F1 on the "
                       "training gold; precision, recall and F1 (%) there. Δ = ours − paper (TACL).",
@@ -513,27 +452,41 @@ def write_bucc_table(md, csv_path, *, run_name: str, languages_: list[str], scor
                 rows=rows, notes=notes)
 
 
-def models_argument(value: str) -> list:
-    """A table command's --models: a JSON list of model entries, inline or in a file."""
-    import json
-
-    text = value if value.lstrip().startswith("[") else Path(value).read_text(encoding="utf-8")
-    specs = json.loads(text)
-    if not isinstance(specs, list):
-        raise ValueError("--models: expected a JSON list")
-    return specs
+# ---- FLORES xsim (not a table of the paper: LASER's xsim on held-out FLORES lines) ----------------------------
+def _flores_pair(row, split, system) -> str:
+    a, b = row.get(f"{split}_{system}_en_xx"), row.get(f"{split}_{system}_xx_en")
+    if a is None or b is None:
+        return "n/a"
+    return f"{a:.1f} / {b:.1f}"
 
 
-def load_checked_json(path, check, what: str):
-    """The JSON file ``path`` (None for None) after ``check(data, "<what> <path>")``; a ValueError naming the
-    file when it cannot be read or the check fails (the table commands' inputs)."""
-    from laser_repro.core.textio import read_json
+def write_flores_table(rows: list[dict], md_path, csv_path, *, run_name: str, heldout: Sequence[int],
+                       sample_size: int, updates: int | None = None) -> None:
+    """The FLORES xsim table: per language (rows of :func:`laser_repro.evaluation.flores.table_rows`) and
+    averaged, ours beside TF-IDF and the encoder at update 0, on the held-out lines and on training lines."""
+    from laser_repro.evaluation.flores import SPLITS, average_rows
 
-    if path is None:
-        return None
-    try:
-        data = read_json(path)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{what} {path}: {e}") from e
-    check(data, f"{what} {path}")
-    return data
+    every = average_rows(rows) + rows
+    keys = list(dict.fromkeys(k for r in every for k in r))
+    n_heldout = int(heldout[1]) - int(heldout[0])
+    title = f"FLORES-200 similarity search (xsim) against English, run `{run_name}`"
+    doc = Document(caption=f"{title}; LASER's xsim measure (Artetxe & Schwenk 2019) on FLORES, not a table of the paper")
+    doc.add(f"# {title}\n\n",
+            f"Error (%) = share of sentences whose nearest neighbour (cosine) in the other language is not "
+            f"its translation, `en→xx / xx→en`. **Held-out lines**: FLORES dev lines {heldout[0]}–"
+            f"{int(heldout[1]) - 1} (0-based; {n_heldout} sentences), never trained on. **Training lines**: "
+            f"a seeded sample of {sample_size} of the other lines (seen in training by the trained "
+            f"languages: memorization vs generalization). Baselines on exactly the same sentences: "
+            f"**TF-IDF** = character 1–4-gram TF-IDF cosine of the raw sentences (no learning); "
+            f"**init** = the same encoder at its initialization (0 updates, same seed)"
+            + (f"; the model had {updates} updates" if updates is not None else "") + ". A model that does "
+            "not beat TF-IDF has learned nothing a string match does not see; one that does not beat "
+            "init has learned nothing at all.\n\n")
+    cells = []
+    for r in every:
+        bold = "**" if r["language"] == "avg" else ""
+        cells.append([f"{bold}{r['language']}{bold}", r["name"], r["script"], r["trained"],
+                      *(_flores_pair(r, split, system) for split in SPLITS for system in ("ours", "tfidf", "init"))])
+    doc.add(Grid.of(["lang", "name", "script", "trained", "held-out: ours", "TF-IDF", "init", "training lines: ours",
+                     "TF-IDF", "init"], cells, "llll" + "r" * 6))
+    write_files(doc, csv_frame(every, keys), md_path, csv_path)

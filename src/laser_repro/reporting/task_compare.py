@@ -11,6 +11,8 @@ file per language, ``en_xx_error``, ``xx_en_error``, ``init``) or of another fam
 ``average_error``), BUCC ``bucc-evaluate`` scores (one file per language: ``language``, ``f1``), XNLI and
 MLDoc classifier scores (``test_accuracy``: language -> accuracy %), Europarl ``europarl-retrieval`` scores
 (one file per direction: ``src``, ``tgt``, ``results.nn["p@1"]``).
+
+The tables (Markdown, CSV and LaTeX beside the Markdown) are written by :mod:`laser_repro.reporting.paper_table`.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Mapping, Sequence
 from laser_repro.core import languages
 from laser_repro.core.textio import read_json
 from laser_repro.models.record import add_model_records_option
+from laser_repro.reporting.paper_table import round2, write_table
 
 #: task -> (what a cell is, whether lower is better)
 MEASURES = {
@@ -110,17 +113,13 @@ def compare_rows(task: str, langs: Sequence[str], models: Sequence[Mapping], tfi
     for key in row_keys(task, langs):
         row = {"row": key, "name": _label(task, key)}
         for m in models:
-            row[m["name"]] = _rounded(m["values"].get(key))
+            row[m["name"]] = round2(m["values"].get(key))
             if m.get("init") is not None:
-                row[f"{m['name']} init"] = _rounded(m["init"].get(key))
+                row[f"{m['name']} init"] = round2(m["init"].get(key))
         if tfidf is not None:
-            row["TF-IDF"] = _rounded(tfidf.get(key))
+            row["TF-IDF"] = round2(tfidf.get(key))
         rows.append(row)
     return rows
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
 
 
 def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs: Sequence[str],
@@ -128,8 +127,6 @@ def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs:
     """The comparison table of ``task``. ``models``: ``{"name", "family", "description", "scores": [paths],
     "init": [paths] or [], "skipped": reason or ""}`` in column order (a skipped model: a note, no column);
     ``tfidf_path``: the baseline's score file(s) (Europarl: one per direction)."""
-    from laser_repro.reporting.tables import write_table
-
     what, lower = MEASURES[task] if task in MEASURES else (None, None)
     if what is None:
         raise ValueError(f"no comparison table for task {task!r} (known: {', '.join(MEASURES)})")
@@ -158,6 +155,8 @@ def write_task_comparison(md_path, csv_path, *, task: str, run_name: str, langs:
              f"on the same sentences" + "".join(f"; {b}" for b in baselines)
              + f". A model has cells for the languages it embeds (n/a elsewhere). Models: {described}.")
     write_table(md_path, csv_path, title=f"{TASK_NAMES[task]}: the models of {run_name} compared", intro=intro,
+                caption=f"{TASK_NAMES[task]}: the models of run `{run_name}` compared on the same sentences "
+                        f"(not a table of a paper)",
                 columns=columns, rows=rows, notes=notes)
 
 

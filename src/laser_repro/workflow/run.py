@@ -38,7 +38,7 @@ class WorkflowRun(Layout, Sources, Resources, Models, Tasks, Tables, Targets, Sh
         self.run = f"results/{self.run_name}"
         self.tables_dir = f"results/tables/{self.run_name}"
         self.figures_dir = f"results/figures/{self.run_name}"
-        self.table1 = [f"{self.tables_dir}/table1.md", f"{self.tables_dir}/table1.csv"]
+        self.table1 = [f"{self.tables_dir}/table1.{ext}" for ext in ("md", "csv", "tex")]
         self.data_root = cfg.get("data_root")
         self.laser = plan.laser  # the config has a model of family laser (its data: the bitext_data entry it names)
         self.laser_name = plan.laser_name  # that model (its base variant), results/<run>/models/<name>/

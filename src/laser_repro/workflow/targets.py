@@ -2,8 +2,8 @@
 (data, evaluate) that DVC runs one by one."""
 from __future__ import annotations
 
-#: the files of every table
-TABLE_FORMATS = ("md", "csv")
+#: the files of every table: Markdown, CSV and LaTeX (laser_repro.reporting.paper_table)
+TABLE_FORMATS = ("md", "csv", "tex")
 
 
 class Targets:
@@ -20,7 +20,7 @@ class Targets:
         """What the main command builds for the Bi-Sent2Vec models: paper 002's tables and the learning curves."""
         if not self.bisent2vec:
             return []
-        return [*[f"{self.bisent2vec_tables_dir}/{t}.{ext}" for t in self.bisent2vec_tables() for ext in ("md", "csv")],
+        return [*[f"{self.bisent2vec_tables_dir}/{t}.{ext}" for t in self.bisent2vec_tables() for ext in TABLE_FORMATS],
                 *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.tabled(self.bisent2vec)]]
 
     def labse_targets(self):
@@ -46,7 +46,7 @@ class Targets:
         """What the main command builds for FLORES: the table and one learning-curve figure per model."""
         if not self.flores:
             return []
-        return [f"{self.tables_dir}/flores_xsim.md", f"{self.tables_dir}/flores_xsim.csv",
+        return [*[f"{self.tables_dir}/flores_xsim.{ext}" for ext in TABLE_FORMATS],
                 *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.plan.configured(self.variants)
                   if self.buildable(name)]]
 

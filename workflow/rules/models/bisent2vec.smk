@@ -159,7 +159,7 @@ rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are confi
         unpack(W.bisent2vec_table_inputs),
         records=lambda w: [W.model_record_file(name) for name in W.bisent2vec],
     output:
-        [f"results/tables/{{run}}/bisent2vec_2019/{t}.{ext}" for t in W.bisent2vec_tables() for ext in ("md", "csv")],
+        [f"results/tables/{{run}}/bisent2vec_2019/{t}.{ext}" for t in W.bisent2vec_tables() for ext in ("md", "csv", "tex")],
     log:
         "results/{run}/logs/bisent2vec_tables.log",
     params:

@@ -144,6 +144,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
     output:
         md="results/tables/{run}/labse_2020/table2.md",
         csv=report("results/tables/{run}/labse_2020/table2.csv", category="Similarity search", caption="../../report/table.rst"),
+        tex="results/tables/{run}/labse_2020/table2.tex",
     log:
         "results/{run}/logs/labse_tables.log",
     params:

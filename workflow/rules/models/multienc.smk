@@ -46,7 +46,7 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         tfidf=lambda w: sorted({f"{W.run}/eval/nway/{m['data']}/tfidf.json" for m in W.multienc.values()}),
         records=lambda w: [W.model_record_file(name) for name in W.multienc],
     output:
-        expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv"]),
+        expand("results/tables/{{run}}/schwenk_douze_2017/table{n}.{ext}", n=[1, 2, 3, 4], ext=["md", "csv", "tex"]),
     log:
         "results/{run}/logs/multienc_tables.log",
     params:

@@ -1,1 +1,0 @@
-"""Published values of the papers this project reproduces, as CSV files read with importlib.resources."""
