@@ -169,3 +169,12 @@ def test_render_svg_with_graphviz(isolated, monkeypatch, tmp_path):
     svg = (tmp_path / "g.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     assert ">make_a<" in svg and ">table.md<" in svg  # the jobs and the file, laid out by dot
+
+
+def test_raw_inputs_of_one_archive_or_directory_are_one_line():
+    from laser_repro.provenance import graph
+
+    raws = [{"url": f"https://h/a.tgz#dev/{x}.dev", "path": f"/d/{x}.dev", "sha256": "s", "bytes": 10} for x in "abcde"]
+    raws += [{"url": None, "path": "/local/x.txt", "sha256": "t", "bytes": 3}]
+    groups = graph._raw_groups(raws)
+    assert list(groups) == ["https://h/a.tgz#", "/local/"] and len(groups["https://h/a.tgz#"]) == 5

@@ -257,15 +257,33 @@ def _value(values: list) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
+def _raw_groups(raw_inputs: list[dict]) -> dict[str, list[dict]]:
+    """Raw inputs by where they come from, in order: an archive's members (``URL#``), else a URL's or a path's
+    directory (ending in "/")."""
+    groups: dict[str, list[dict]] = {}
+    for r in raw_inputs:
+        where = r["url"] or r["path"]
+        source = where.split("#", 1)[0] + "#" if "#" in where else where.rsplit("/", 1)[0] + "/"
+        groups.setdefault(source, []).append(r)
+    return groups
+
+
 def format_view(graph: Graph, info: dict | None = None) -> str:
     """The summary, then each job once (raw data first): its rule and wildcards, what it read, what it made."""
     info = info or summary(graph)
     c = info["counts"]
     lines = [f"lineage of {info['file']}: {c['jobs']} jobs, {c['files']} files, {c['raw']} raw inputs"
              + (f", {c['unrecorded']} workflow outputs without a record" if c["unrecorded"] else ""), ""]
-    lines.append(f"raw inputs ({len(info['raw_inputs'])}):")
-    lines += [f"  {r['url'] or r['path']}  sha256={r['sha256'] or '-'}  {r['bytes'] if r['bytes'] is not None else '?'} B"
-              for r in info["raw_inputs"]]
+    lines.append(f"raw inputs ({len(info['raw_inputs'])}; more than {JOBS_SHOWN} from one archive or directory in "
+                 f"one line, --json lists each):")
+    for source, raws in _raw_groups(info["raw_inputs"]).items():
+        if len(raws) > JOBS_SHOWN:
+            names = [(r["url"] or r["path"])[len(source):] for r in raws]
+            size = sum(r["bytes"] or 0 for r in raws)
+            lines.append(f"  {source}{{{len(raws)} files: {names[0]}, {names[1]}, ..., {names[-1]}}}  {size} B")
+            continue
+        lines += [f"  {r['url'] or r['path']}  sha256={r['sha256'] or '-'}  "
+                  f"{r['bytes'] if r['bytes'] is not None else '?'} B" for r in raws]
     lines.append(f"config values ({len(info['config'])}; several values: ' | '):")
     lines += [f"  {k} = {_value(v)}" for k, v in info["config"].items()]
     lines.append("code: " + "; ".join(f"{c['commit'] and c['commit'][:12]}{' (dirty)' if c['dirty'] else ''} "
