@@ -12,10 +12,10 @@ import pytest
 
 from conftest import REPO, TOY_CONFIG
 from laser_repro import config
-from laser_repro.workflow import run as workflow_run
 from laser_repro.workflow.run import WorkflowRun, alternatives
 from laser_repro.workflow.shell import RecordedCommand
 from laser_repro.workflow.sources import SourceArgs
+from laser_repro.workflow.tasks import EUROPARL_LANGUAGES
 
 DATA = "/data"
 
@@ -249,7 +249,6 @@ def test_muse_and_europarl_files(paper):
     wf_download = run_of("config/bisent2vec_2019.yaml")
     assert wf_download.muse_dictionary("deu", "eng") == "resources/muse/dictionaries/de-en.5000-6500.txt"
     assert wf_download.europarl_file("deu", "eng", "eng") == "resources/europarl/europarl-v7.de-en.en"
-    assert wf_download.mldoc_file if hasattr(wf_download, "mldoc_file") else True
 
 
 # ---- resources ---------------------------------------------------------------------------------------------
@@ -312,7 +311,7 @@ def test_seed_replicates():
     wf = run_of("tests/toy/compare.yaml", data_root=DATA)
     names = list(wf.family_models)
     assert wf.tabled(names) == wf.plan.configured(names)
-    assert set(wf.with_replicates(wf.tabled(names))) == set(names) | set(wf.with_replicates(wf.tabled(names)))
+    assert set(wf.with_replicates(wf.tabled(names))) == set(names)  # every model is a configured one or its replicate
     one = wf.tabled(names)[0]
     specs = wf.seed_replicate_specs(one, lambda r: r)
     assert specs == ({} if len(wf.plan.seed_replicates(one)) == 1 else {"seed_replicates": wf.plan.seed_replicates(one)[1:]})
@@ -343,7 +342,7 @@ def test_task_files(toy_compare, small):
     assert set(toy_compare.family_tatoeba_languages()) <= set(toy_compare.plan.tatoeba_languages)
     if "europarl" in toy_compare.evaluation:
         assert toy_compare.europarl_size_args().startswith("--n-keys ")
-        assert set(toy_compare.europarl_languages()) <= workflow_run.Tasks.__dict__.get("EUROPARL", set()) or True
+        assert set(toy_compare.europarl_languages()) <= EUROPARL_LANGUAGES
 
 
 def test_europarl_languages_refuses_those_without_a_release():
@@ -351,6 +350,13 @@ def test_europarl_languages_refuses_those_without_a_release():
     wf.evaluation["europarl"]["languages"] = ["rus"]
     with pytest.raises(ValueError, match=r"evaluation.europarl.languages: \['rus'\] have no Europarl v7"):
         wf.europarl_languages()
+
+
+def test_mldoc_files_under_their_configured_directory():
+    wf = run_of("config/paper.yaml", data_root=DATA)
+    wf.evaluation["mldoc"]["path"] = "{root}/mldoc"
+    assert wf.mldoc_file("deu", "test") == f"{DATA}/mldoc/german.test"
+    assert wf.mldoc_file("eng", "train") == f"{DATA}/mldoc/english.train.{wf.evaluation['mldoc']['train_size']}"
 
 
 def test_classifier_inputs(paper):
@@ -398,8 +404,9 @@ def test_bisent2vec_table_inputs(compare):
     assert inputs["flores_tfidf"] and all(isinstance(v, list) for v in inputs.values())
     args = compare.bisent2vec_baseline_args(SimpleNamespace(**inputs))
     assert "--tfidf-flores" in args
-    assert compare.bisent2vec_words_directions(name) == [] or compare.bisent2vec_words_directions(name)
-    assert compare.europarl_directions(name) == [] if "europarl" not in compare.evaluation else True
+    # compare.yaml has neither MUSE words nor Europarl: no direction, only the pairs table
+    assert compare.bisent2vec_words_directions(name) == [] and compare.europarl_directions(name) == []
+    assert compare.bisent2vec_tables() == ["pairs"]
     labse = next(iter(compare.labse))
     assert compare.labse_un() == compare.evaluation.get("un")
     assert set(compare.labse_result_files(labse)) == {"tatoeba", "tatoeba_init", "un", "un_init"}
