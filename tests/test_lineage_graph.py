@@ -150,6 +150,55 @@ def test_cell_names_the_inputs_of_one_row_and_column(isolated, monkeypatch, caps
         cli.main(["lineage", "cell", "table.csv", "fra", "large"])
 
 
+def test_cell_follows_one_row_through_jobs_that_read_every_row(isolated, monkeypatch, capsys):
+    """A FLORES-like chain: one job selects the lines of every language, one prepares them, one scores them
+    all into one file. A cell of one language follows that language's files (and English, no row of the
+    table) through those jobs, FLORES-200 file names included (``als_Latn`` is the row ``sqi``); upstream of
+    the model, every language's training data (and the codes learned on it, though reached first from the
+    prepare step) made the number."""
+    root = isolated / "rows"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    flores = {"eng": "eng_Latn", "fra": "fra_Latn", "deu": "deu_Latn", "rus": "rus_Cyrl", "sqi": "als_Latn"}
+    langs = list(flores)
+    for d in ("raw", "train", "sel", "bpe"):
+        Path(d).mkdir()
+    for lang in langs:
+        Path(f"raw/{flores[lang]}.dev").write_text(f"dev {lang}")
+        Path(f"train/{lang}.txt").write_text(f"train {lang}")
+    step("learn_codes", [f"train/{lang}.txt" for lang in langs], ["codes"])
+    step("train", ["codes", *[f"train/{lang}.txt" for lang in langs]], ["model.bin", "model_record.json"])
+    step("select", [f"raw/{flores[lang]}.dev" for lang in langs], [f"sel/{lang}.txt" for lang in langs])
+    step("prepare", ["codes", *[f"sel/{lang}.txt" for lang in langs]], [f"bpe/{lang}.txt" for lang in langs])
+    step("xsim", ["model.bin", *[f"bpe/{lang}.txt" for lang in langs]], ["scores.json"],
+         '{"fra": 12.5, "deu": 7.25, "rus": 3.0, "sqi": 9.5}')
+    step("tfidf", [f"sel/{lang}.txt" for lang in langs], ["tfidf.json"],
+         '{"fra": 40.0, "deu": 30.0, "rus": 50.0, "sqi": 60.0}')
+    Path("table.csv").write_text("language,ours,tfidf\nfra,12.5,40.0\ndeu,7.25,30.0\nrus,3.0,50.0\nsqi,9.5,60.0\n")
+    provenance.record("table", ["table.csv"], ["scores.json", "tfidf.json"], start=START)
+
+    assert run_cli("lineage", "cell", "--json", "table.csv", "rus", "ours") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["table_inputs"] == ["scores.json"] and result["models"] == ["train"]
+    outputs = {j["job"]: j["outputs"] for j in result["jobs"]}
+    assert outputs["xsim"] == ["scores.json"]
+    assert outputs["prepare"] == ["bpe/eng.txt", "bpe/rus.txt"] and outputs["select"] == ["sel/eng.txt", "sel/rus.txt"]
+    assert "tfidf" not in outputs
+    assert result["raw_inputs"] == ["raw/eng_Latn.dev", "raw/rus_Cyrl.dev", *[f"train/{lang}.txt" for lang in sorted(langs)]]
+    # without the row's narrowing, every language's dev lines would be named
+    files, _ = lineage_graph.build("table.csv").upstream(os.path.abspath("scores.json"))
+    assert {os.path.basename(p) for p in files} >= {"fra_Latn.dev", "als_Latn.dev"}
+
+    # the TF-IDF column: its own input (the word "tfidf" is in no other column), no model
+    assert run_cli("lineage", "cell", "--json", "table.csv", "sqi", "tfidf") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["table_inputs"] == ["tfidf.json"] and result["models"] == []
+    assert [j["job"] for j in result["jobs"]] == ["tfidf", "select"]
+    assert result["raw_inputs"] == ["raw/als_Latn.dev", "raw/eng_Latn.dev"]
+    assert run_cli("lineage", "cell", "table.csv", "sqi", "tfidf") == 0
+    assert "made from 1 of the table job's 2 inputs, 2 jobs, 2 raw inputs:" in capsys.readouterr().out
+
+
 def test_render_dot_and_mermaid(isolated, monkeypatch, tmp_path):
     root = make_chain(isolated / "a")
     monkeypatch.chdir(root)

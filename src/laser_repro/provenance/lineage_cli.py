@@ -11,8 +11,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from laser_repro.core import languages
 from laser_repro.provenance._common import read_sidecar, sidecar_path
-from laser_repro.provenance.graph import Graph, build, check_paths, diff, format_diff, format_view, summary, to_json
+from laser_repro.provenance.graph import JOBS_SHOWN, MODEL_RECORD, Graph, _pattern, _raw_groups, build, check_paths, diff, format_diff, format_view, summary, to_json
 
 
 def _graph_of(path: str) -> Graph:
@@ -88,10 +89,17 @@ def _holds_value(path: str, value: str) -> bool:
     return False
 
 
-def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str, value: str | None = None) -> list[str]:
+def _words(text: str) -> set[str]:
+    """The words of a column header or a path, split at ``_`` too (``heldout_tfidf_en_xx``, ``encoder_init.pt``)."""
+    return {w for t in _tokens(text) for w in t.split("_") if w}
+
+
+def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str, value: str | None = None,
+                other_columns: list[str] = ()) -> list[str]:
     """The table job's inputs that made one cell: those whose path names the row (a path component or name
     part equal to it, e.g. ``fra`` in ``scores/fra.json``), narrowed, where the row's inputs differ by a part of
-    the column's header (a model name, ``init``), to those naming it, and then to those that hold the cell's
+    the column's header (a model name, ``init``), to those naming it, then to those that name no word only
+    ``other_columns`` have (the TF-IDF scores for a model's column), and then to those that hold the cell's
     number (``value``), where any does (a score file, not the training data counted in another column).
     Inputs named by no row (a TF-IDF file of every language, a config) stay when no input names the row."""
     row_tokens = _tokens(row)
@@ -103,10 +111,53 @@ def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str
     if discriminating:
         narrowed = [p for p in chosen if discriminating & path_tokens[p]]
         chosen = narrowed or chosen
+    # a word only other columns' headers have (``tfidf``, ``init``) names their inputs, not this column's
+    words = _words(column)
+    theirs = {w for c in other_columns for w in _words(c)} - words
+    narrowed = [p for p in chosen if not (theirs & _words(graph.files[p].key or p))]
+    chosen = narrowed or chosen
     if value not in (None, ""):
         holding = [p for p in chosen if _holds_value(p, value)]
         chosen = holding or chosen
     return chosen
+
+
+def _row_names(row: str) -> set[frozenset[str]]:
+    """The token sets that name a table row in a path: its own, and for a language of the registry the code
+    of its FLORES-200 file (``als_Latn.dev`` for the row ``sqi``)."""
+    names = {frozenset(_tokens(row))} - {frozenset()}
+    language = languages.all_languages().get(row)
+    flores = language.flores if language else None
+    if flores:
+        names.add(frozenset({flores.split("_")[0].lower()}))
+    return names
+
+
+def row_upstream(graph: Graph, start: list[str], row: str, other_rows: list[str]) -> tuple[set[str], set[str]]:
+    """(files, jobs) that ``start`` depends on, for one row of a table: where a job read files of several rows
+    (a score file made from every language's embeddings, a step run once for all languages), only the inputs
+    that name no other row of the table, or name this one, are followed. Upstream of a trained model
+    (a job that wrote ``model_record.json``) everything is followed: every language's data made the model."""
+    mine = _row_names(row)
+    others = [names for names in map(_row_names, other_rows) if names and not names & mine]
+
+    def another_rows(p: str) -> bool:
+        toks = _tokens(graph.files[p].key or p) if p in graph.files else _tokens(p)
+        return not any(n <= toks for n in mine) and any(n <= toks for names in others for n in names)
+
+    files, expanded, todo = set(), {}, [(p, True) for p in start]  # expanded: job id -> narrowed or not
+    while todo:
+        p, narrow = todo.pop()
+        files.add(p)
+        job = graph.job_of(p)
+        if job is None:
+            continue
+        narrow = narrow and not any(os.path.basename(o) == MODEL_RECORD for o in job.outputs)
+        if job.id in expanded and (expanded[job.id] is False or narrow):
+            continue  # (a job first followed for this row, then reached from a model: followed again, whole)
+        expanded[job.id] = narrow
+        todo.extend((i, narrow) for i in job.inputs if not (narrow and another_rows(i)))
+    return files, set(expanded)
 
 
 def cmd_lineage_cell(a) -> None:
@@ -127,18 +178,15 @@ def cmd_lineage_cell(a) -> None:
     value = match[0][header.index(a.column)]
     graph = _graph_of(str(table))
     job = graph.job_of(graph.root)
-    chosen = cell_inputs(graph, job.inputs, a.row, a.column, value)
-    files, jobs = set(), set()
-    for p in chosen:
-        f, j = graph.upstream(p)
-        files |= f
-        jobs |= j
+    chosen = cell_inputs(graph, job.inputs, a.row, a.column, value, [c for c in header if c != a.column])
+    files, jobs = row_upstream(graph, chosen, a.row, [r[0] for r in rows[1:] if r and r[0] != a.row])
     ordered = [job for job in graph.topological_jobs() if job.id in jobs]
     raw = sorted(graph.files[p].url or graph.files[p].path for p in files if graph.files[p].raw)
     result = {"table": str(table), "row": a.row, "column": a.column, "value": value,
               "table_inputs": sorted(graph.files[p].path for p in chosen),
               "jobs": [{"job": j.label, "outputs": sorted(graph.files[p].path for p in j.outputs if p in files)}
                        for j in reversed(ordered)],
+              "models": [j.label for j in reversed(ordered) if any(os.path.basename(o) == MODEL_RECORD for o in j.outputs)],
               "raw_inputs": raw}
     if a.json:
         print(json.dumps(result, indent=1))
@@ -146,11 +194,27 @@ def cmd_lineage_cell(a) -> None:
     print(f"{table} [{a.row}, {a.column}] = {value}")
     print(f"made from {len(chosen)} of the table job's {len(job.inputs)} inputs, {len(ordered)} jobs, "
           f"{len(raw)} raw inputs:")
-    for j in result["jobs"]:
-        print(f"  {j['job']}: {', '.join(j['outputs'][:4])}" + (f" (+{len(j['outputs']) - 4})" if len(j["outputs"]) > 4 else ""))
+    by_rule: dict[str, list] = {}
+    for j in reversed(ordered):
+        by_rule.setdefault(j.rule, []).append(j)
+    for rule, rule_jobs in by_rule.items():  # (a rule of more than JOBS_SHOWN jobs in one line, as `view`)
+        if len(rule_jobs) > JOBS_SHOWN:
+            outs = [graph.files[p].path for j in rule_jobs for p in j.outputs if p in files]
+            print(f"  {rule} ({len(rule_jobs)} jobs): {_pattern(outs)}")
+            continue
+        for j in rule_jobs:
+            outs = sorted(graph.files[p].path for p in j.outputs if p in files)
+            print(f"  {j.label}: {', '.join(outs[:4])}" + (f" (+{len(outs) - 4})" if len(outs) > 4 else ""))
+    if result["models"]:
+        print(f"upstream of the model ({', '.join(result['models'])}) every input is followed: its training data "
+              f"(and its held-out data, where it stopped early) is every row's")
     print("raw inputs:")
-    for r in raw:
-        print(f"  {r}")
+    for source, names in _raw_groups([{"url": r, "path": r} for r in raw]).items():
+        if len(names) > JOBS_SHOWN:
+            print(f"  {source}{{{len(names)} files: {names[0]['url'][len(source):]}, ..., {names[-1]['url'][len(source):]}}}")
+            continue
+        for r in names:
+            print(f"  {r['url']}")
 
 
 # --------------------------------------------------------------------------- render

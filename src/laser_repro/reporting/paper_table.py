@@ -28,9 +28,10 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from laser_repro.core.textio import atomic_output
 from laser_repro.reporting.seeds import seed_columns
@@ -44,6 +45,14 @@ PAPERS = {
 }
 
 
+def _pandas():
+    """pandas, imported at first use: every `laser-repro` command imports this module (0.9 s of each job's
+    start when imported here), few of them write a table."""
+    import pandas
+
+    return pandas
+
+
 # ---- the papers' values ---------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _paper_frame(paper: str, name: str) -> pd.DataFrame:
@@ -52,7 +61,7 @@ def _paper_frame(paper: str, name: str) -> pd.DataFrame:
     path = resources.files("laser_repro").joinpath("paper_values", paper, name)
     with path.open("r", encoding="utf-8", newline="") as f:
         # every cell a string as printed ("" where the paper prints no value): the readers convert
-        return pd.read_csv(f, dtype=str, keep_default_na=False, na_filter=False)
+        return _pandas().read_csv(f, dtype=str, keep_default_na=False, na_filter=False)
 
 
 def paper_frame(paper: str, name: str) -> pd.DataFrame:
@@ -116,7 +125,7 @@ def fmt1(value: float | None, missing: str = "n/a") -> str:
 def csv_frame(lines: Sequence[Mapping], fields: Sequence[str]) -> pd.DataFrame:
     """The CSV lines of a table as a DataFrame with the columns ``fields`` (a key a line lacks: empty), the
     values as they are (``dtype=object``: an integer stays one, None is an empty cell)."""
-    return pd.DataFrame([{k: line.get(k) for k in fields} for line in lines], columns=list(fields), dtype=object)
+    return _pandas().DataFrame([{k: line.get(k) for k in fields} for line in lines], columns=list(fields), dtype=object)
 
 
 @dataclass
@@ -142,7 +151,7 @@ class Grid:
     def of(cls, header: Sequence[str], rows: Iterable[Sequence], align: str, **kw) -> "Grid":
         """A grid of rows of cells (strings; None as an empty cell)."""
         header = list(header)
-        body = pd.DataFrame([["" if c is None else str(c) for c in row] for row in rows],
+        body = _pandas().DataFrame([["" if c is None else str(c) for c in row] for row in rows],
                             columns=range(len(header)), dtype=object)
         return cls(header, body, align, **kw)
 
