@@ -66,6 +66,10 @@ run "${PIP[@]}" -r workflow/envs/requirements.txt -r "workflow/envs/requirements
 # nothing here uses it (fairseq imports it only in its speech tasks), but transformers imports any installed one
 run .venv/bin/python -m pip uninstall --disable-pip-version-check -q -y torchaudio
 run "${PIP[@]}" --no-deps --no-build-isolation -e .
+# the package's bytecode, as pip writes it for every installed package but not for an editable one: every job
+# of a run starts a `laser-repro` process, which otherwise compiles the package's source again (0.3-0.5 s each
+# where PYTHONDONTWRITEBYTECODE is set; a changed file is compiled anew, its .pyc ignored)
+run .venv/bin/python -m compileall -q src/laser_repro
 [ -z "$DRY" ] || exit 0
 .venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, numba, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
 if [ "$VARIANT" = gpu ]; then  # a CPU wheel found first (a local wheel directory, a pip config) ends here

@@ -1,6 +1,7 @@
 """Fixtures and helpers shared by the test modules."""
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -33,10 +34,30 @@ CORES = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WOR
 
 # The README's test command runs the tests on two workers (pytest-xdist, `-n 2`). Each test module
 # goes to one worker whole, so that its module fixtures (a toy Snakemake run each) are built once, and the
-# modules that read the session's toy run (toy_local_run, ~7 min) go to the same worker, so that it is
-# built once too. (xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.)
-TOY_RUN_MODULES = frozenset(p.name for p in Path(__file__).parent.glob("test_*.py")
-                            if "toy_local_run" in p.read_text(encoding="utf-8"))
+# tests that read the session's toy run (toy_local_run, ~10 min) go to the same worker, so that it is
+# built once too; the other tests of their modules go elsewhere. The two toy runs start first, one on each
+# worker: they are most of the suite's time. (xdist's own `--dist loadgroup` marks do not reach its
+# scheduler under pytest 9.)
+def _toy_run_tests(path: Path) -> set[str]:
+    """The tests of a module that take the session's toy run, directly or through the module's fixtures."""
+    functions = {n.name: n for n in ast.parse(path.read_text(encoding="utf-8")).body
+                 if isinstance(n, ast.FunctionDef)}
+    needs, grown = {"toy_local_run"}, True
+    while grown:
+        grown = False
+        for name, f in functions.items():
+            if name not in needs and any(a.arg in needs for a in f.args.args):
+                needs.add(name)
+                grown = True
+    return {n for n in needs if n.startswith("test_")}
+
+
+TOY_RUN_TESTS = {p.name: _toy_run_tests(p) for p in Path(__file__).parent.glob("test_*.py")
+                 if "toy_local_run" in p.read_text(encoding="utf-8")}
+TOY_RUN_GROUP = "toy_local_run"
+#: the scopes given out first, in this order: the session's toy run (with the SLURM run compared with it)
+#: and the families' toy run (tests/test_families_workflow.py): 1,358 s and 658 s of the CI at 959fd73
+FIRST_SCOPES = (TOY_RUN_GROUP, "tests/test_families_workflow.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # (an xdist hook: without xdist, -p no:xdist, it is not called)
@@ -45,10 +66,25 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return "toy_local_run" if Path(module).name in TOY_RUN_MODULES else module
+            module, _, test = nodeid.partition("::")
+            if test.split("[", 1)[0] in TOY_RUN_TESTS.get(Path(module).name, ()):
+                return TOY_RUN_GROUP
+            # slurm_cluster (a module fixture) is started once: test_slurm.py stays on the toy run's worker
+            return TOY_RUN_GROUP if Path(module).name == "test_slurm.py" else module
+
+        def _assign_work_unit(self, node) -> None:
+            first = next((s for s in FIRST_SCOPES if s in self.workqueue), None)
+            if first is not None:
+                self.workqueue.move_to_end(first, last=False)
+            super()._assign_work_unit(node)
 
     return ModuleScheduling(config, log)
+
+
+# Two test workers share two cores, each running Snakemake jobs of several threads: OpenMP's threads sleep
+# when they wait (its default spins, and a spinning thread takes the core from the other worker's jobs).
+# The numbers are the same; only the waiting differs.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture

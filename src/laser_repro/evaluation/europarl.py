@@ -356,8 +356,6 @@ def muse_sides(src: str, tgt: str) -> tuple[str, str]:
 def cmd_europarl(a) -> None:
     """Each ``--encoder`` with its ``--output`` and/or ``--tfidf OUT`` (the baseline) on the same loaded,
     tokenised and split corpus: one job reads Europarl once for a model and its update 0."""
-    import torch
-
     from laser_repro.core.textio import write_json
 
     encoders, outputs = list(a.encoder or []), list(a.output or [])
@@ -366,7 +364,10 @@ def cmd_europarl(a) -> None:
                          f"{len(outputs)} outputs)")
     if not encoders and not a.tfidf:
         raise SystemExit("europarl-retrieval: give --encoder E --output OUT and/or --tfidf OUT")
-    torch.set_num_threads(a.threads)
+    if encoders:  # (the TF-IDF baseline alone needs no torch: 2-4 s of a job's start)
+        import torch
+
+        torch.set_num_threads(a.threads)
     embedders = [_embedders(path, a) for path in encoders]
     dedup_first, idf_first = muse_sides(a.src, a.tgt)
     tokenize = {}

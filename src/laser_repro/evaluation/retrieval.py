@@ -65,8 +65,6 @@ def retrieval_errors(langs, xx_files, eng_files, *, encoder=None, codes=None, ke
 
 
 def cmd_retrieval(a) -> None:
-    import torch
-
     if not (len(a.langs) == len(a.xx) == len(a.eng)):
         raise SystemExit("retrieval: give one --xx and one --eng file per --langs language")
     if bool(a.encoder) == a.tfidf:
@@ -74,7 +72,10 @@ def cmd_retrieval(a) -> None:
     encoders = a.encoder or [None]
     if len(a.output) != len(encoders):
         raise SystemExit(f"retrieval: give one --output per --encoder ({len(encoders)}), got {len(a.output)}")
-    torch.set_num_threads(a.threads)
+    if a.encoder:  # (the TF-IDF baseline needs no torch: 2-4 s of a job's start)
+        import torch
+
+        torch.set_num_threads(a.threads)
     for encoder, output in zip(encoders, a.output):
         results = retrieval_errors(a.langs, a.xx, a.eng, encoder=encoder, codes=a.codes, keep_case=a.keep_case)
         write_json(output, {"task": a.task, "direction": "xx->eng", "encoder": encoder or "tfidf", "results": results})
