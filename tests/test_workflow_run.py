@@ -93,6 +93,8 @@ def test_layout_of_model_files(small, compare):
     assert compare.bisent2vec_vocab_file(b2v).endswith(".json")
     assert len(compare.bisent2vec_text(b2v)) == 4  # two languages, train and valid
     multienc = next(iter(compare.multienc))
+    # the text each family declares (laser_repro.models.declaration)
+    assert (compare.model_text(multienc), compare.model_text(labse), compare.model_text(b2v)) == ("bpe", "tok", "tok")
     assert compare.model_text_dir(W(model=multienc)).endswith("/bpe")
     assert compare.model_valid_text(W(model=multienc)) == [compare.model_text_dir(W(model=multienc))]
     assert compare.model_text_dir(W(model=labse)).endswith("/tok")

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from laser_repro.core import languages
+from laser_repro.models import registry
 from laser_repro.models.training_guard import without_default_precision
 
 
@@ -242,17 +243,15 @@ class Plan:
         return {"languages": list(self.nway_data[m["data"]]["languages"]), "paths": paths, "model": model,
                 "train": dict(m["train"])}
 
-    def encoder_languages(self, name: str) -> list[str]:
-        """The languages a model of `models` embeds: all of its data's for LaBSE (one shared encoder);
-        for multienc those with an encoder (a fixed target has none, as in the paper), as the training
-        paths decide in training and export."""
-        if self.models[name]["family"] == "labse":
-            return list(self.nway_data[self.models[name]["data"]]["languages"])
-        if self.models[name]["family"] == "bisent2vec":
-            return list(self.models[name]["pair"])
-        from laser_repro.models.multienc.paths import TrainingPaths
+    def _declared(self, name: str):
+        """(declaration, config entry, N-way data entry) of a model of `models`."""
+        m = self.models[name]
+        return registry.declaration(m["family"]), m, self.nway_data[m["data"]]
 
-        return TrainingPaths(self.multienc[name]["paths"]).encoder_languages()
+    def encoder_languages(self, name: str) -> list[str]:
+        """The languages a model of `models` embeds, as its family declares (laser_repro.models.declaration)."""
+        family, m, data = self._declared(name)
+        return family.encoder_languages(m, data)
 
     @property
     def labse(self) -> dict[str, dict]:
@@ -323,14 +322,11 @@ class Plan:
         return [(l1, l2), (l2, l1)] if l1 == "eng" or l2 != "eng" else [(l2, l1), (l1, l2)]
 
     def model_tatoeba_languages(self, name: str) -> list[str]:
-        """The Tatoeba languages (xx of the xx-eng test sets) a model of `models` is scored on: every one
-        for a LaBSE model (one encoder for all, whatever its training languages); for the others those it
-        has an encoder for (a multienc model's, a Bi-Sent2Vec pair's non-English side), none without one
-        for English."""
-        if self.models[name]["family"] == "labse":
-            return list(self.tatoeba_languages)
-        own = set(self.encoder_languages(name))
-        return [lang for lang in self.tatoeba_languages if lang in own and lang != "eng"] if "eng" in own else []
+        """The Tatoeba languages (xx of the xx-eng test sets) a model of `models` is scored on, as its family
+        declares: a LaBSE model every one, the others those they have an encoder for (none without one for
+        English)."""
+        family, m, data = self._declared(name)
+        return family.tatoeba_languages(m, data, self.tatoeba_languages)
 
     @cached_property
     def sacrebleu_corpora(self) -> dict[str, dict]:

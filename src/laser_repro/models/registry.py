@@ -9,6 +9,7 @@ import importlib
 
 from laser_repro.core.errors import UserError
 from laser_repro.models.base import Encoder, ModelFamily
+from laser_repro.models.declaration import FamilyDeclaration
 
 #: config name -> "module:class"
 FAMILIES = {
@@ -31,6 +32,15 @@ def get(name: str) -> ModelFamily:
         module, cls = FAMILIES[name].split(":")
         _loaded[name] = getattr(importlib.import_module(module), cls)()
     return _loaded[name]
+
+
+def declaration(name: str) -> FamilyDeclaration:
+    """The facts the family called ``name`` declares (its package's ``DECLARATION``): imports its package
+    only, not its model code."""
+    if name not in FAMILIES:
+        raise ValueError(f"unknown model family {name!r} (known: {', '.join(FAMILIES)})")
+    package = FAMILIES[name].split(":")[0].rsplit(".", 1)[0]
+    return importlib.import_module(package).DECLARATION
 
 
 def read_encoder_file(path) -> dict:

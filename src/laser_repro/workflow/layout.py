@@ -2,6 +2,8 @@
 name or a wildcard pattern such as "{variant}" gives the file or the pattern)."""
 from __future__ import annotations
 
+from laser_repro.models import registry
+
 
 class Layout:
     """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
@@ -97,14 +99,18 @@ class Layout:
     def _direction_files(self, name, kind, directions, encoder):
         return {f"{s}-{t}": f"{self.run}/eval/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}
 
+    def model_text(self, name) -> str:
+        """The text of its N-way data a model of `models` reads, as its family declares: "bpe" or "tok"
+        (laser_repro.models.declaration.MODEL_TEXTS)."""
+        return registry.declaration(self.family_models[name]["family"]).text
+
     def model_text_dir(self, w):
         """A model's input text of its N-way data: BPE'd (multienc), Moses-preprocessed (labse: its vocabulary
         is applied by the encoder; bisent2vec: words)."""
-        m = self.family_models[w.model]
-        return f"{self.run}/nway/{m['data']}/" + ("bpe" if m["family"] == "multienc" else "tok")
+        return f"{self.run}/nway/{self.family_models[w.model]['data']}/{self.model_text(w.model)}"
 
     def model_valid_text(self, w):
         """The files of model_text_dir that the similarity error reads (the bpe directory is one output)."""
-        if self.family_models[w.model]["family"] != "multienc":
-            return [f"{self.model_text_dir(w)}/valid.{lang}" for lang in self.plan.encoder_languages(w.model)]
-        return [self.model_text_dir(w)]
+        if self.model_text(w.model) == "bpe":
+            return [self.model_text_dir(w)]
+        return [f"{self.model_text_dir(w)}/valid.{lang}" for lang in self.plan.encoder_languages(w.model)]

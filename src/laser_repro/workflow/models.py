@@ -91,7 +91,7 @@ class Models:
         if name in self.variants:
             return {"codes": f"{self.run}/bpe/codes"}
         m = self.family_models[name]
-        return {"codes": f"{self.run}/nway/{m['data']}/bpe"} if m["family"] == "multienc" else {}
+        return {"codes": f"{self.run}/nway/{m['data']}/bpe"} if self.model_text(name) == "bpe" else {}
 
     def model_codes_arg(self, name, input):
         """--codes of `laser-repro embed` / `retrieval` for the inputs of model_codes."""

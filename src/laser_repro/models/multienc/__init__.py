@@ -2,3 +2,16 @@
 (Schwenk & Douze 2017, "Learning Joint Multilingual Sentence Representations with Neural Machine
 Translation"): model (:mod:`.model`), partial training paths (:mod:`.paths`), N-way parallel data
 (:mod:`.data`), training (:mod:`.trainer`) and the exported encoder (:mod:`.export`)."""
+from laser_repro.models.declaration import FamilyDeclaration
+
+
+class MultiencDeclaration(FamilyDeclaration):
+    def encoder_languages(self, model, data):
+        """The languages with an encoder (a fixed target has none, as in the paper), as the training paths
+        decide in training and export."""
+        from laser_repro.models.multienc.paths import TrainingPaths
+
+        return TrainingPaths(model["paths"]).encoder_languages()
+
+
+DECLARATION = MultiencDeclaration(name="multienc", text="bpe")
