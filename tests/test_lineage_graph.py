@@ -127,6 +127,23 @@ def test_diff_names_the_first_divergent_job_and_why(isolated, capsys):
     assert d["rule"] == "make_b" and d["settings"] == {} and d["why"].startswith("same inputs, same settings")
 
 
+def test_diff_names_the_machine_where_two_machines_differ(isolated, monkeypatch, capsys):
+    """The same chain made "on another machine" (the records' machine facts replaced: one machine here) with
+    the same settings, and make_b's bytes drifting there: diff names make_b and the CPU that differs."""
+    from laser_repro.provenance import records
+
+    a = make_chain(isolated / "a")
+    monkeypatch.setattr(records, "_MACHINE", {"cpu_model": "Other CPU @ 2.0GHz", "cpu_flags_sha256": "0123456789abcdef",
+                                              "cpu_count": 64})
+    b = make_chain(isolated / "b", drift="float")
+    (d,) = lineage_graph.diff(a / "table.md", b / "table.md")["divergences"]
+    assert d["rule"] == "make_b" and d["why"] == "settings differ"
+    assert set(d["settings"]) == {"machine.cpu_model", "machine.cpu_flags_sha256", "machine.cpu_count"}
+    assert d["settings"]["machine.cpu_model"]["b"] == "Other CPU @ 2.0GHz"
+    assert run_cli("lineage", "diff", str(a / "table.md"), str(b / "table.md")) == 1
+    assert "machine.cpu_model: " in capsys.readouterr().out
+
+
 def test_cell_names_the_inputs_of_one_row_and_column(isolated, monkeypatch, capsys):
     root = isolated / "cells"
     root.mkdir()
