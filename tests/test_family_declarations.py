@@ -16,11 +16,17 @@ def test_every_family_declares_its_facts(name):
     assert isinstance(decl, declaration.FamilyDeclaration)
     assert decl.name == name and decl.text in declaration.MODEL_TEXTS
     # the declared functions answer for a model entry as the schema gives it (the keys a family may read)
-    model = {"family": name, "data": "d", "pair": ["eng", "fra"],
+    model = {"family": name, "data": "d", "pair": ["eng", "fra"], "pivot": "eng", "encoder": {"hidden": 16, "heads": 2},
              "paths": {"sources": ["eng", "fra"], "inputs": {1: 1.0}, "targets": "all"}}
     langs = decl.encoder_languages(model, {"languages": ["eng", "fra"]})
     assert set(langs) <= {"eng", "fra"} and langs
     assert set(decl.tatoeba_languages(model, {"languages": ["eng", "fra"]}, ["fra", "deu"])) <= {"fra", "deu"}
+    # config checks beyond the schema: none for a consistent entry; a family whose models read languages of
+    # their N-way data names the key whose languages the data lacks (LASER's models take no nway_data)
+    assert decl.config_errors(model, {"languages": ["eng", "fra"]}) == []
+    errors = decl.config_errors(model, {"languages": ["deu", "spa"]})
+    assert all(isinstance(key, list) and "not among the languages of nway_data.d" in message for key, message in errors)
+    assert bool(errors) == (name != "laser")
 
 
 @pytest.mark.parametrize("name", sorted(registry.FAMILIES))

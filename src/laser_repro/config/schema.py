@@ -24,6 +24,7 @@ from laser_repro.config.plan import Plan, corpus_code, resolve
 from laser_repro.core import languages
 from laser_repro.core.errors import ConfigError
 from laser_repro.data.corpora import EVALUATION_ONLY_SETS, evaluation_set_named
+from laser_repro.models import registry
 from laser_repro.evaluation.bucc import LANGUAGES as BUCC_LANGUAGES  # the BUCC 2018 languages (ISO 639-3 -> BUCC code)
 from laser_repro.models.training_guard import planned_tokens_per_update
 
@@ -726,39 +727,14 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
         if data is None:
             fail(["models", name, "data"], f"{model['data']!r} is not an nway_data entry "
                                             f"({sorted(config.get('nway_data', {}))})")
-        if model["family"] == "labse":
-            if model["pivot"] not in data["languages"]:
-                fail(["models", name, "pivot"], f"{model['pivot']!r} not among the languages of "
-                                                 f"nway_data.{model['data']} {data['languages']}")
-            if model["encoder"]["hidden"] % model["encoder"]["heads"]:
-                fail(["models", name, "encoder", "heads"], f"hidden {model['encoder']['hidden']} is not a multiple "
-                                                            f"of heads {model['encoder']['heads']}")
-            if model["paper_row"] is not None:
-                from laser_repro.reporting.labse import paper_row_ids
+        for key, message in registry.declaration(model["family"]).config_errors(model, data):
+            fail(["models", name, *key], message)
+        if model.get("paper_row") is not None:  # (a LaBSE model's row of paper 003's Table 2: the reporting layer's)
+            from laser_repro.reporting.labse import paper_row_ids
 
-                if model["paper_row"] not in paper_row_ids():
-                    fail(["models", name, "paper_row"], f"{model['paper_row']!r} is not a row of paper 003's "
-                                                         f"Table 2 ({', '.join(paper_row_ids())})")
-        if model["family"] == "bisent2vec":
-            absent = [code for code in model["pair"] if code not in data["languages"]]
-            if absent:
-                fail(["models", name, "pair"], f"{absent} not among the languages of nway_data.{model['data']} "
-                                                f"{data['languages']}")
-        if model["family"] != "multienc":
-            continue
-        paths = model["paths"]
-        targets = paths["sources"] if paths["targets"] == "all" else paths["targets"]
-        for key, codes in (("sources", paths["sources"]), ("targets", targets)):
-            absent = [code for code in codes if code not in data["languages"]]
-            if absent:
-                fail(["models", name, "paths", key], f"{absent} not among the languages of "
-                                                      f"nway_data.{model['data']} {data['languages']}")
-        try:
-            from laser_repro.models.multienc.paths import TrainingPaths
-
-            TrainingPaths(paths)
-        except ValueError as err:
-            fail(["models", name, "paths"], str(err))
+            if model["paper_row"] not in paper_row_ids():
+                fail(["models", name, "paper_row"], f"{model['paper_row']!r} is not a row of paper 003's "
+                                                     f"Table 2 ({', '.join(paper_row_ids())})")
 
 
 def load(path: str | Path | Iterable[str | Path], overrides: dict | None = None) -> dict:

@@ -33,6 +33,17 @@ class FamilyDeclaration:
         entry of `nway_data` it trains on. Every language of its data, unless the family says otherwise."""
         return list(data["languages"])
 
+    def config_errors(self, model: Mapping, data: Mapping) -> list[tuple[list[str], str]]:
+        """What is wrong in a model's config entry beyond its schema, given its N-way data: (key path inside
+        the entry, message) each; the config names the first with its file and line."""
+        return []
+
+    @staticmethod
+    def absent_languages(key: list[str], codes: Sequence[str], model: Mapping, data: Mapping) -> list[tuple[list[str], str]]:
+        """The error of a key whose languages are not all among those of the model's data."""
+        absent = [code for code in codes if code not in data["languages"]]
+        return [(key, f"{absent} not among the languages of nway_data.{model['data']} {data['languages']}")] if absent else []
+
     def tatoeba_languages(self, model: Mapping, data: Mapping, tatoeba: Sequence[str]) -> list[str]:
         """The Tatoeba languages (xx of the xx-eng test sets, in ``tatoeba``'s order) a model is scored on:
         those it has an encoder for, none without one for English."""

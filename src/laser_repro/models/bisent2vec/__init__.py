@@ -7,5 +7,8 @@ class BiSent2VecDeclaration(FamilyDeclaration):
         """The model's language pair (one model per pair, as in the paper)."""
         return list(model["pair"])
 
+    def config_errors(self, model, data):
+        return self.absent_languages(["pair"], model["pair"], model, data)
+
 
 DECLARATION = BiSent2VecDeclaration(name="bisent2vec", text="tok")

@@ -8,6 +8,16 @@ class LabseDeclaration(FamilyDeclaration):
         """Every Tatoeba language: one encoder for all, whatever its training languages."""
         return list(tatoeba)
 
+    def config_errors(self, model, data):
+        errors = []
+        if model["pivot"] not in data["languages"]:
+            errors.append((["pivot"], f"{model['pivot']!r} not among the languages of nway_data.{model['data']} "
+                                      f"{data['languages']}"))
+        if model["encoder"]["hidden"] % model["encoder"]["heads"]:
+            errors.append((["encoder", "heads"], f"hidden {model['encoder']['hidden']} is not a multiple of heads "
+                                                 f"{model['encoder']['heads']}"))
+        return errors
+
 
 # (its WordPiece vocabulary, learned on the Moses-preprocessed text, is in the encoder file)
 DECLARATION = LabseDeclaration(name="labse", text="tok")

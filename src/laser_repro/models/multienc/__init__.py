@@ -13,5 +13,18 @@ class MultiencDeclaration(FamilyDeclaration):
 
         return TrainingPaths(model["paths"]).encoder_languages()
 
+    def config_errors(self, model, data):
+        from laser_repro.models.multienc.paths import TrainingPaths
+
+        paths = model["paths"]
+        targets = paths["sources"] if paths["targets"] == "all" else paths["targets"]
+        errors = [*self.absent_languages(["paths", "sources"], paths["sources"], model, data),
+                  *self.absent_languages(["paths", "targets"], targets, model, data)]
+        try:
+            TrainingPaths(paths)
+        except ValueError as err:
+            errors.append((["paths"], str(err)))
+        return errors
+
 
 DECLARATION = MultiencDeclaration(name="multienc", text="bpe")
