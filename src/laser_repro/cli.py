@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"provenance: {err}") from None
     try:
         args.func(args)
+    except BrokenPipeError:  # the reader of its output has gone (`laser-repro lineage view FILE | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit's flush)
+        return 1
     except Exception as err:  # an expected error is one line, naming its file and what to do; a bug keeps its traceback
         message = None if args.debug else expected_error(err)
         if message is None:
