@@ -24,10 +24,14 @@ _loaded: dict[str, ModelFamily] = {}
 TRAINING_STATE_KEYS = ("optimizer_history", "optimizer", "rng")
 
 
-def get(name: str) -> ModelFamily:
-    """The family called ``name`` in the config."""
+def _known(name: str) -> None:
     if name not in FAMILIES:
         raise ValueError(f"unknown model family {name!r} (known: {', '.join(FAMILIES)})")
+
+
+def get(name: str) -> ModelFamily:
+    """The family called ``name`` in the config."""
+    _known(name)
     if name not in _loaded:
         module, cls = FAMILIES[name].split(":")
         _loaded[name] = getattr(importlib.import_module(module), cls)()
@@ -37,8 +41,7 @@ def get(name: str) -> ModelFamily:
 def declaration(name: str) -> FamilyDeclaration:
     """The facts the family called ``name`` declares (its package's ``DECLARATION``): imports its package
     only, not its model code."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown model family {name!r} (known: {', '.join(FAMILIES)})")
+    _known(name)
     package = FAMILIES[name].split(":")[0].rsplit(".", 1)[0]
     return importlib.import_module(package).DECLARATION
 

@@ -45,6 +45,11 @@ class JobNode:
     outputs: list[str] = field(default_factory=list)  # abs paths
 
     @property
+    def trains_model(self) -> bool:
+        """The job trained a model (it wrote a ``model_record.json``)."""
+        return any(os.path.basename(o) == MODEL_RECORD for o in self.outputs)
+
+    @property
     def label(self) -> str:
         wildcards = ", ".join(f"{k}={v}" for k, v in sorted((self.record.get("wildcards") or {}).items()))
         return f"{self.rule}[{wildcards}]" if wildcards else self.rule

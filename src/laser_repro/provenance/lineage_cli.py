@@ -13,7 +13,7 @@ from pathlib import Path
 
 from laser_repro.core import languages
 from laser_repro.provenance._common import read_sidecar, sidecar_path
-from laser_repro.provenance.graph import JOBS_SHOWN, MODEL_RECORD, Graph, _pattern, _raw_groups, build, check_paths, diff, format_diff, format_view, summary, to_json
+from laser_repro.provenance.graph import JOBS_SHOWN, Graph, _pattern, _raw_groups, build, check_paths, diff, format_diff, format_view, summary, to_json
 
 
 def _graph_of(path: str) -> Graph:
@@ -89,11 +89,6 @@ def _holds_value(path: str, value: str) -> bool:
     return False
 
 
-def _words(text: str) -> set[str]:
-    """The words of a column header or a path, split at ``_`` too (``heldout_tfidf_en_xx``, ``encoder_init.pt``)."""
-    return {w for t in _tokens(text) for w in t.split("_") if w}
-
-
 def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str, value: str | None = None,
                 other_columns: list[str] = ()) -> list[str]:
     """The table job's inputs that made one cell: those whose path names the row (a path component or name
@@ -112,9 +107,8 @@ def cell_inputs(graph: Graph, table_job_inputs: list[str], row: str, column: str
         narrowed = [p for p in chosen if discriminating & path_tokens[p]]
         chosen = narrowed or chosen
     # a word only other columns' headers have (``tfidf``, ``init``) names their inputs, not this column's
-    words = _words(column)
-    theirs = {w for c in other_columns for w in _words(c)} - words
-    narrowed = [p for p in chosen if not (theirs & _words(graph.files[p].key or p))]
+    theirs = {w for c in other_columns for w in _tokens(c)} - col_tokens
+    narrowed = [p for p in chosen if not (theirs & _tokens(graph.files[p].key or p))]
     chosen = narrowed or chosen
     if value not in (None, ""):
         holding = [p for p in chosen if _holds_value(p, value)]
@@ -142,7 +136,7 @@ def row_upstream(graph: Graph, start: list[str], row: str, other_rows: list[str]
     others = [names for names in map(_row_names, other_rows) if names and not names & mine]
 
     def another_rows(p: str) -> bool:
-        toks = _tokens(graph.files[p].key or p) if p in graph.files else _tokens(p)
+        toks = _tokens(graph.files[p].key or p)
         return not any(n <= toks for n in mine) and any(n <= toks for names in others for n in names)
 
     files, expanded, todo = set(), {}, [(p, True) for p in start]  # expanded: job id -> narrowed or not
@@ -152,7 +146,7 @@ def row_upstream(graph: Graph, start: list[str], row: str, other_rows: list[str]
         job = graph.job_of(p)
         if job is None:
             continue
-        narrow = narrow and not any(os.path.basename(o) == MODEL_RECORD for o in job.outputs)
+        narrow = narrow and not job.trains_model
         if job.id in expanded and (expanded[job.id] is False or narrow):
             continue  # (a job first followed for this row, then reached from a model: followed again, whole)
         expanded[job.id] = narrow
@@ -186,7 +180,7 @@ def cmd_lineage_cell(a) -> None:
               "table_inputs": sorted(graph.files[p].path for p in chosen),
               "jobs": [{"job": j.label, "outputs": sorted(graph.files[p].path for p in j.outputs if p in files)}
                        for j in reversed(ordered)],
-              "models": [j.label for j in reversed(ordered) if any(os.path.basename(o) == MODEL_RECORD for o in j.outputs)],
+              "models": [j.label for j in reversed(ordered) if j.trains_model],
               "raw_inputs": raw}
     if a.json:
         print(json.dumps(result, indent=1))
