@@ -43,3 +43,48 @@ def test_an_unknown_text_is_refused():
         declaration.FamilyDeclaration(name="toy", text="words")
     with pytest.raises(ValueError, match="unknown model family 'toy'"):
         registry.declaration("toy")
+
+
+@pytest.fixture(scope="module")
+def compare_run():
+    """config/compare.yaml: a model of every family, seed replicates too."""
+    from conftest import REPO
+    from laser_repro import config
+    from laser_repro.workflow.run import WorkflowRun
+
+    return WorkflowRun(config.Plan(config.load(REPO / "config/compare.yaml", {"data_root": "/data"})))
+
+
+@pytest.mark.parametrize("name", sorted(registry.FAMILIES))
+def test_every_family_answers_the_workflow(name, compare_run):
+    """What the workflow asks of a family (train settings, descriptions, held-out scores, comparison column,
+    task skips; for the families of `models` their data, scores and targets), answered for every model of it."""
+    import json
+
+    run, decl = compare_run, registry.declaration(name)
+    models = [n for n in [*run.variants, *run.family_models] if run.family_of(n) == name]
+    assert models and run.compared_tasks(), f"config/compare.yaml has no model of family {name}"
+    for model in models:
+        settings = decl.train_settings(run, model)
+        assert isinstance(settings, dict) and json.loads(json.dumps(settings)) == settings
+        assert settings == run.model_train_settings(model)
+        assert decl.heldout_scores_file(run, model).startswith(f"{run.run}/")
+        assert decl.description(run, model)
+        key, description = decl.compare_column(run, model)
+        assert key and description
+        for task in run.compared_tasks():
+            assert isinstance(decl.task_skip_reason(run, task, model), str)
+        pre = decl.pretraining(run, model)
+        assert pre is None or set(pre) == {"id", "benchmark"}
+    if name in run.families():  # the stages of the models of `models` (LASER's: its own rules)
+        names = list(run.models_of(name))
+        for files in (decl.data_files(run, names), decl.evaluation_files(run, names), decl.targets(run, names)):
+            assert files and len(files) == len(set(files)) and all(f.startswith("results/") for f in files)
+        assert {run.curves_figure(n) for n in run.tabled(names)} <= set(decl.targets(run, names))
+
+
+def test_a_family_must_declare_its_training_settings():
+    with pytest.raises(NotImplementedError, match="family toy declares no training settings"):
+        declaration.FamilyDeclaration(name="toy", text="bpe").train_settings(None, "m")
+    with pytest.raises(ValueError, match="heldout 'bleu', not one of flores-xsim, similarity"):
+        declaration.FamilyDeclaration(name="toy", text="bpe", heldout="bleu")

@@ -74,8 +74,12 @@ def test_layout_of_model_files(small, compare):
     assert small.moses_file("ntrex128", "deu", True) == "results/small/moses/ntrex128/deu.lower"
     assert small.model_record_file("base") == "results/small/models/base/model_record.json"
     assert small.train_benchmark("base") == "results/small/benchmarks/base/train.tsv"
-    assert small.heldout_scores_file("base", "laser") == "results/small/flores/base/scores.json"
-    assert small.heldout_scores_file("m", "labse") == "results/small/eval/models/m/similarity.json"
+    assert small.heldout_scores_file("base") == "results/small/flores/base/scores.json"
+    labse = next(n for n, m in compare.family_models.items() if m["family"] == "labse")
+    assert compare.heldout_scores_file(labse) == f"results/compare/eval/models/{labse}/similarity.json"
+    assert small.curves_figure("base") == "results/figures/small/curves_base.png"
+    assert small.paper_table_files("p", ["t"]) == ["results/tables/small/p/t.md", "results/tables/small/p/t.csv",
+                                                  "results/tables/small/p/t.tex"]
     assert small.encoder_file(W(variant="base")) == "results/small/models/base/encoder.pt"
     assert small.init_encoder_file(W(variant="base")) == "results/small/models/base/encoder_init.pt"
     assert small.emb("wmt", "test", "deu") == "results/small/eval/wmt/{variant}/emb/test.deu.npy"
@@ -375,6 +379,15 @@ def test_compare_columns_group_bisent2vec_by_ngrams(compare):
     assert set(b2v) <= {"bisent2vec_uni", "bisent2vec_uni_bi"} and b2v
     assert all(c["scores"] for c in columns.values())
     assert columns[compare.laser_name]["family"] == "laser"
+    assert columns[compare.laser_name]["description"].startswith("LASER: ")
+    # a grouped column names each of its models, once
+    for key in b2v:
+        named = columns[key]["description"].split(":", 1)[1].split()
+        assert len(named) == len(set(named)) == len(columns[key]["scores"])
+    # LASER's flores-xsim scores and the others' similarity scores, each column in one of the two
+    flores, similarity = compare.compare_scores("flores-xsim"), compare.compare_scores("similarity")
+    assert {n for n, _ in flores} == {n for n, c in columns.items() if c["family"] == "laser"}
+    assert sorted(p for _, p in flores + similarity) == sorted(p for c in columns.values() for p in c["scores"])
 
 
 def test_reproduces_claims_and_files(compare):
@@ -430,12 +443,29 @@ def test_laser_targets(small):
 
 
 def test_family_targets(compare, small):
-    assert small.multienc_targets() == [] and small.labse_targets() == [] and small.bisent2vec_targets() == []
-    assert f"{compare.multienc_tables_dir}/table1.md" in compare.multienc_targets()
-    assert f"{compare.labse_tables_dir}/table2.csv" in compare.labse_targets()
-    assert f"{compare.bisent2vec_tables_dir}/pairs.md" in compare.bisent2vec_targets()
+    assert small.families() == [] and small.family_targets() == [] and small.family_data() == []
+    assert compare.families() == ["multienc", "labse", "bisent2vec"]
+    assert f"{compare.multienc_tables_dir}/table1.md" in compare.family_targets("multienc")
+    assert f"{compare.labse_tables_dir}/table2.csv" in compare.family_targets("labse")
+    assert f"{compare.bisent2vec_tables_dir}/pairs.md" in compare.family_targets("bisent2vec")
+    assert not any("labse_2020" in p for p in compare.family_targets("multienc"))
+    # every configured model's learning curves, no seed replicate's
+    curves = [p for p in compare.family_targets() if "/curves_" in p]
+    assert curves == [compare.curves_figure(n) for f in compare.families() for n in compare.tabled(compare.models_of(f))]
+    assert set(compare.family_targets()) == {p for f in compare.families() for p in compare.family_targets(f)}
     files = compare.family_evaluation()
     assert len(files) == len(set(files)) and all(f.startswith(compare.run) for f in files)
+    data = compare.family_data()
+    assert f"{compare.run}/nway/news5/bpe" in data and any(p.endswith("/tokenizer.json") for p in data)
+    assert any("/bisent2vec_vocab/" in p for p in data) and len(data) == len(set(data))
+
+
+def test_family_of_and_models_of(compare):
+    assert compare.family_of("base") == "laser" and compare.declaration_of("base").heldout == "flores-xsim"
+    for family in compare.families():
+        models = compare.models_of(family)
+        assert models and all(compare.family_of(n) == family for n in models)
+    assert sum(len(compare.models_of(f)) for f in compare.families()) == len(compare.family_models)
 
 
 # ---- shell commands -----------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from laser_repro.workflow.tasks import TASK_COMPARISONS
 
 rule compare_flores:
     input:
-        laser=lambda w: [p for c in W.compare_columns().values() if c["family"] == "laser" for p in c["scores"]],
-        similarity=lambda w: [p for c in W.compare_columns().values() if c["family"] != "laser" for p in c["scores"]],
+        laser=lambda w: [p for _, p in W.compare_scores("flores-xsim")],
+        similarity=lambda w: [p for _, p in W.compare_scores("similarity")],
         tfidf=f"{W.run}/flores/tfidf.json",
         replicates=lambda w: [p for c in W.compare_columns().values() for r in c.get(SEED_REPLICATES, []) for p in r["scores"]],
         records=lambda w: [W.model_record_file(name) for name in W.with_replicates(W.plan.compared_models)],
@@ -22,9 +22,8 @@ rule compare_flores:
     log:
         "results/{run}/logs/compare_flores.log",
     params:
-        laser=lambda w: [f"{n}={p}" for n, c in W.compare_columns().items() if c["family"] == "laser" for p in c["scores"]],
-        similarity=lambda w: [f"{n}={p}" for n, c in W.compare_columns().items() if c["family"] != "laser"
-                              for p in c["scores"]],
+        laser=lambda w: [f"{n}={p}" for n, p in W.compare_scores("flores-xsim")],
+        similarity=lambda w: [f"{n}={p}" for n, p in W.compare_scores("similarity")],
         models=lambda w: W.shell_quote_json([{"name": n, "family": c["family"], "description": c["description"],
                                             **({SEED_REPLICATES: c[SEED_REPLICATES]} if SEED_REPLICATES in c else {})}
                                            for n, c in W.compare_columns().items()]),

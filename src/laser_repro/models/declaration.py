@@ -8,7 +8,11 @@ declarations when Snakemake parses the Snakefile, the family's code runs only in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+#: the format of a model's held-out scores: LASER's flores-xsim scores (laser-repro flores-xsim) or the
+#: similarity error matrices of laser-repro similarity (every other family, on its N-way validation lines)
+HELDOUT_FORMATS = ("flores-xsim", "similarity")
 
 #: a model's input text of its N-way data (nway_data.<name>): the data's BPE codes applied (the codes are an
 #: input of every job that embeds with the model), or the Moses-preprocessed words (the encoder file holds
@@ -19,14 +23,22 @@ MODEL_TEXTS = ("bpe", "tok")
 @dataclass(frozen=True)
 class FamilyDeclaration:
     """A family's facts. ``name``: its name in the config (``models.<name>.family``); ``text``: one of
-    :data:`MODEL_TEXTS`, the N-way data text its models read in training and in evaluation."""
+    :data:`MODEL_TEXTS`, the N-way data text its models read in training and in evaluation; ``heldout``:
+    one of :data:`HELDOUT_FORMATS`, what its held-out scores file holds.
+
+    The methods taking ``run`` are the workflow's questions: ``run`` is the
+    :class:`laser_repro.workflow.run.WorkflowRun` asking (passed in, never imported: the workflow layer is
+    above this one), whose paths and plan they use."""
 
     name: str
     text: str
+    heldout: str = "similarity"
 
     def __post_init__(self):
         if self.text not in MODEL_TEXTS:
             raise ValueError(f"family {self.name}: text {self.text!r}, not one of {', '.join(MODEL_TEXTS)}")
+        if self.heldout not in HELDOUT_FORMATS:
+            raise ValueError(f"family {self.name}: heldout {self.heldout!r}, not one of {', '.join(HELDOUT_FORMATS)}")
 
     def encoder_languages(self, model: Mapping, data: Mapping) -> list[str]:
         """The languages a model embeds. ``model``: its entry of the config's `models`; ``data``: the
@@ -49,3 +61,55 @@ class FamilyDeclaration:
         those it has an encoder for, none without one for English."""
         own = set(self.encoder_languages(model, data))
         return [lang for lang in tatoeba if lang in own and lang != "eng"] if "eng" in own else []
+
+    # -- the workflow's questions (``run``: the WorkflowRun asking; ``name``: a trained model, seed replicates too)
+    def train_settings(self, run: Any, name: str) -> dict:
+        """``laser-repro train --settings`` of a model: a function of the config alone (the train rule passes it
+        as a wildcards-only param, so a changed setting retrains; the tables check each model's record
+        against it)."""
+        raise NotImplementedError(f"family {self.name} declares no training settings")
+
+    def description(self, run: Any, name: str) -> str:
+        """A model's description in the tables: its config entry's, else its name."""
+        return run.family_models[name].get("description", name)
+
+    def heldout_scores_file(self, run: Any, trained: str) -> str:
+        """A trained model's held-out scores (format :attr:`heldout`): the similarity error on its N-way
+        data's validation lines (rule model_similarity)."""
+        return f"{run.run}/eval/models/{trained}/similarity.json"
+
+    def compare_column(self, run: Any, name: str) -> tuple[str, str]:
+        """(column key, description) of a model in the FLORES comparison; models sharing a key share a column."""
+        return name, self.description(run, name)
+
+    def pretraining(self, run: Any, name: str) -> dict | None:
+        """A model's shared pre-training run as the reproduces table reads it ({"id", "benchmark"}), or None."""
+        return None
+
+    def task_skip_reason(self, run: Any, task: str, name: str) -> str:
+        """Why a model has no scores of an evaluation task ('' when it has them)."""
+        return run.task_skip_reason(task, name)
+
+    def data_files(self, run: Any, names: Sequence[str]) -> list[str]:
+        """What the data stage (`snakemake data`) builds for these models of the family: the N-way text they
+        read (the BPE directory, or the Moses-preprocessed lines of the languages they embed)."""
+        files = []
+        for name in names:
+            data = run.family_models[name]["data"]
+            if self.text == "bpe":
+                files.append(f"{run.run}/nway/{data}/bpe")
+            else:
+                files += [f"{run.run}/nway/{data}/tok/{split}.{lang}" for lang in run.plan.encoder_languages(name)
+                          for split in ("train", "valid")]
+        return list(dict.fromkeys(files))
+
+    def evaluation_files(self, run: Any, names: Sequence[str]) -> list[str]:
+        """Every score and baseline file of these models (`snakemake evaluate`): the similarity error of each
+        and its N-way data's TF-IDF baseline (the learning curves'), and what the family's tables read."""
+        files = [f"{run.run}/eval/models/{name}/similarity.json" for name in names]
+        return files + sorted({f"{run.run}/eval/nway/{run.family_models[name]['data']}/tfidf.json" for name in names})
+
+    def targets(self, run: Any, names: Sequence[str]) -> list[str]:
+        """What the main command builds for these models: the learning curves of each configured model, and
+        the family's tables."""
+        return [run.curves_figure(name) for name in run.tabled(names)]

@@ -38,10 +38,20 @@ class Layout:
         """The Snakemake benchmark of a model's training job (laser_train, multienc_train, labse_train, bisent2vec_train)."""
         return f"{self.run}/benchmarks/{trained}/train.tsv"
 
-    def heldout_scores_file(self, trained, family):
-        """The held-out FLORES scores of a trained model (a seed replicate too): a LASER variant's flores-xsim
-        scores, another family's similarity scores on its nway_data validation lines."""
-        return f"{self.run}/flores/{trained}/scores.json" if family == "laser" else f"{self.run}/eval/models/{trained}/similarity.json"
+    def heldout_scores_file(self, trained):
+        """The held-out scores of a trained model (a seed replicate too), as its family declares: a LASER
+        variant's flores-xsim scores, another family's similarity scores on its nway_data validation lines."""
+        return self.declaration_of(trained).heldout_scores_file(self, trained)
+
+    def curves_figure(self, name):
+        """A trained model's learning-curve figure."""
+        return f"{self.figures_dir}/curves_{name}.png"
+
+    def paper_table_files(self, paper, tables):
+        """Each table's files (every format of TABLE_FORMATS) of one paper, under results/tables/<run>/<paper>/."""
+        from laser_repro.workflow.targets import TABLE_FORMATS
+
+        return [f"{self.tables_dir}/{paper}/{table}.{ext}" for table in tables for ext in TABLE_FORMATS]
 
     def labse_tokenizer(self, name):
         m = self.labse[name]

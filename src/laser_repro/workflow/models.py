@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 
+from laser_repro.models import registry
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 
 
@@ -51,23 +52,32 @@ class Models:
             settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
         return settings
 
+    def family_of(self, name):
+        """A trained model's family: laser for a LASER variant (by its name or its ablation name; seed
+        replicates too), else its `models` entry's."""
+        if self.laser and (name in self.variants or name in self.plan.variant_aliases):
+            return "laser"
+        return self.family_models[name]["family"]
+
+    def declaration_of(self, name):
+        """What a trained model's family declares (laser_repro.models.declaration)."""
+        return registry.declaration(self.family_of(name))
+
+    def families(self):
+        """The families of the models of `models` (LASER's: its own rules), in the registry's order."""
+        present = {m["family"] for m in self.family_models.values()}
+        return [f for f in registry.FAMILIES if f in present]
+
+    def models_of(self, family):
+        """The models of `models` of one family, seed replicates included: name -> settings."""
+        return {name: m for name, m in self.family_models.items() if m["family"] == family}
+
     def model_train_settings(self, name):
-        """``laser-repro train --settings`` of any model: a LASER variant or a model of `models`. A function of
-        the config alone (no rule's `input`): the train rules pass it as a wildcards-only param, which Snakemake
-        records and compares on a rerun (a changed setting retrains), and the tables check each model's own
-        record against it (model_record_settings)."""
-        if self.laser and name in self.variants:
-            return self.train_settings(name)
-        family = self.family_models[name]["family"]
-        if family == "multienc":
-            return self.plan.multienc_settings(name)
-        if family == "labse":
-            pretrained = self.labse_pretrained(name)
-            return self.plan.labse_settings(name, "dual", tokenizer=self.labse_tokenizer(name),
-                                       init_checkpoint=pretrained[0] if pretrained else None)
-        if family == "bisent2vec":
-            return self.plan.bisent2vec_settings(name, vocab=self.bisent2vec_vocab_file(name))
-        raise ValueError(f"model {name!r}: no training settings for family {family!r}")
+        """``laser-repro train --settings`` of any model: a LASER variant or a model of `models`, as its family
+        declares. A function of the config alone (no rule's `input`): the train rules pass it as a
+        wildcards-only param, which Snakemake records and compares on a rerun (a changed setting retrains),
+        and the tables check each model's own record against it (model_record_settings)."""
+        return self.declaration_of(name).train_settings(self, name)
 
     def model_records_arg(self, names):
         """A table's --model-records as JSON, quoted where used: each model's record and the settings the config
@@ -76,7 +86,7 @@ class Models:
         import json
 
         names = sorted(set(names))
-        return json.dumps({n: {"family": "laser" if self.laser and n in self.variants else self.family_models[n]["family"],
+        return json.dumps({n: {"family": self.family_of(n),
                                "record": self.model_record_file(n), "settings": self.model_train_settings(n)} for n in names},
                           sort_keys=True)
 

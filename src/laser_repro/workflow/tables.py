@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shlex
 
+from laser_repro.models import registry
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 
 
@@ -74,23 +75,19 @@ class Tables:
 
     def compare_columns(self):
         """The columns of the FLORES comparison, in order: column name -> {"family", "description", "scores": [files]}.
-        One column per model; the Bi-Sent2Vec models, one per en-xx pair, are one column per n-gram setting (the
-        paper reports a pair's numbers with that pair's model)."""
+        One column per model, unless its family puts models together (laser_repro.models.declaration:
+        compare_column; the Bi-Sent2Vec models, one per en-xx pair, are one column per n-gram setting)."""
         out = {}
         for name, f in self.plan.compared_models.items():
+            family = self.declaration_of(name)
             # the score files of each seed (config `seeds`), this model's first
-            by_seed = [self.heldout_scores_file(r, f) for r in self.plan.seed_replicates(name)]
-            if f == "laser":
-                column = out[name] = {"family": f, "description": f"LASER: {self.plan.laser_description(name)}", "scores": []}
-            elif f == "bisent2vec":
-                ngrams = self.family_models[name]["model"]["ngrams"]
-                label = "uni." if ngrams == 1 else "uni. + bi."
-                column = out.setdefault(f"bisent2vec_{'uni' if ngrams == 1 else 'uni_bi'}", {
-                    "family": f, "description": f"Bi-Sent2Vec {label}, one model per en-xx pair:", "scores": []})
-                column["description"] += f" {name}"
+            by_seed = [family.heldout_scores_file(self, r) for r in self.plan.seed_replicates(name)]
+            key, description = family.compare_column(self, name)
+            if key in out:
+                out[key]["description"] += f" {name}"
             else:
-                column = out[name] = {"family": f, "description": self.family_models[name].get("description", name),
-                                      "scores": []}
+                out[key] = {"family": f, "description": description + (f" {name}" if key != name else ""), "scores": []}
+            column = out[key]
             column["scores"].append(by_seed[0])
             for k, path in enumerate(by_seed[1:]):
                 replicates = column.setdefault(SEED_REPLICATES, [])
@@ -99,16 +96,20 @@ class Tables:
                 replicates[k]["scores"].append(path)
         return out
 
+    def compare_scores(self, heldout):
+        """The first seed's score files of the FLORES comparison's columns whose family's held-out scores are
+        of format ``heldout`` (laser_repro.models.declaration.HELDOUT_FORMATS), as (column, file) pairs."""
+        return [(n, p) for n, c in self.compare_columns().items()
+                if registry.declaration(c["family"]).heldout == heldout for p in c["scores"]]
+
     def reproduces_model(self, name):
-        """A model of a claim for --claims: its score and training benchmark files per seed, and its LaBSE
-        pre-training's benchmark (shared by the seeds)."""
-        family = self.plan.family(name)
-        pretraining = self.plan.labse_pretraining(name) if family == "labse" else None
-        return {"name": name, "family": family,
-                "runs": [{"seed": seed, "scores": self.heldout_scores_file(trained, family), "benchmark": self.train_benchmark(trained)}
+        """A model of a claim for --claims: its score and training benchmark files per seed, and its shared
+        pre-training's benchmark (LaBSE's MLM + TLM; shared by the seeds)."""
+        family = self.declaration_of(name)
+        return {"name": name, "family": family.name,
+                "runs": [{"seed": seed, "scores": family.heldout_scores_file(self, trained), "benchmark": self.train_benchmark(trained)}
                          for seed, trained in self.plan.seed_runs(name).items()],
-                "pretraining": pretraining and {"id": pretraining,
-                                                "benchmark": f"{self.run}/benchmarks/labse_pretrain/{pretraining}.tsv"}}
+                "pretraining": family.pretraining(self, name)}
 
     def reproduces_claims(self):
         return [{"claim": c["claim"], "better": [self.reproduces_model(n) for n in c["better"]],

@@ -2,6 +2,8 @@
 (data, evaluate) that DVC runs one by one."""
 from __future__ import annotations
 
+from laser_repro.models import registry
+
 #: the files of every table: Markdown, CSV and LaTeX (laser_repro.reporting.paper_table)
 TABLE_FORMATS = ("md", "csv", "tex")
 
@@ -9,46 +11,29 @@ TABLE_FORMATS = ("md", "csv", "tex")
 class Targets:
     """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
 
-    def multienc_targets(self):
-        """What the main command builds for the multienc models: paper 004's Tables 1-4 and the learning curves."""
-        if not self.multienc:
-            return []
-        return [*[f"{self.multienc_tables_dir}/table{n}.{ext}" for n in (1, 2, 3, 4) for ext in TABLE_FORMATS],
-                *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.tabled(self.multienc)]]
+    def family_targets(self, family=None):
+        """What the main command builds for the models of `models` (of one family, or of every family): each
+        family's tables and learning curves, as it declares them (laser_repro.models.declaration)."""
+        return [p for f in ([family] if family else self.families()) if self.models_of(f)
+                for p in registry.declaration(f).targets(self, list(self.models_of(f)))]
 
-    def bisent2vec_targets(self):
-        """What the main command builds for the Bi-Sent2Vec models: paper 002's tables and the learning curves."""
-        if not self.bisent2vec:
-            return []
-        return [*[f"{self.bisent2vec_tables_dir}/{t}.{ext}" for t in self.bisent2vec_tables() for ext in TABLE_FORMATS],
-                *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.tabled(self.bisent2vec)]]
-
-    def labse_targets(self):
-        """What the main command builds for the LaBSE models: paper 003's Table 2 and the learning curves."""
-        if not self.labse:
-            return []
-        return [*[f"{self.labse_tables_dir}/table2.{ext}" for ext in TABLE_FORMATS],
-                *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.tabled(self.labse)]]
+    def family_data(self):
+        """The data stage of the models of `models`: what each family's models read, as it declares."""
+        return [p for f in self.families() for p in registry.declaration(f).data_files(self, list(self.models_of(f)))]
 
     def family_evaluation(self):
-        """Every score and baseline file of the models of the other families (the `evaluate` target, so that the
-        tables stage writes nothing but tables): similarity, the curves' TF-IDF, what their paper tables read."""
-        files = [f"{self.run}/eval/models/{name}/similarity.json" for name in self.family_models]
-        files += sorted({f"{self.run}/eval/nway/{m['data']}/tfidf.json" for m in self.family_models.values()})
-        files += [p for name in self.labse for p in self.labse_result_files(name).values() if p]
-        files += [f"{self.run}/eval/tfidf/tatoeba.json"] if self.labse_tatoeba_languages() else []
-        files += [f"{self.run}/eval/tfidf/un.json"] if self.labse_un() else []
-        if self.bisent2vec:
-            files += [p for paths in self.bisent2vec_table_inputs(None).values() for p in paths]
-        return list(dict.fromkeys(files))
+        """Every score and baseline file of the models of `models` (the `evaluate` target, so that the tables
+        stage writes nothing but tables), as each family declares: similarity, the curves' TF-IDF, what their
+        paper tables read."""
+        return list(dict.fromkeys(p for f in self.families()
+                                  for p in registry.declaration(f).evaluation_files(self, list(self.models_of(f)))))
 
     def flores_targets(self):
         """What the main command builds for FLORES: the table and one learning-curve figure per model."""
         if not self.flores:
             return []
         return [*[f"{self.tables_dir}/flores_xsim.{ext}" for ext in TABLE_FORMATS],
-                *[f"results/figures/{self.cfg['run_name']}/curves_{name}.png" for name in self.plan.configured(self.variants)
-                  if self.buildable(name)]]
+                *[self.curves_figure(name) for name in self.plan.configured(self.variants) if self.buildable(name)]]
 
     def laser_paper_tables(self):
         """Tables 1-4, 8, 9 and WMT of the LASER model."""

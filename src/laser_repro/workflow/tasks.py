@@ -128,12 +128,11 @@ class Tasks:
         """--models of compare-task: every compared model with its score files, or why it has none."""
         out = []
         for name in self.task_compared_models():
-            family = self.plan.family(name)
-            description = self.plan.laser_description(name) if family == "laser" else self.family_models[name].get("description", name)
-            out.append({"name": name, "family": family, "description": description,
+            family = self.declaration_of(name)
+            out.append({"name": name, "family": family.name, "description": family.description(self, name),
                         "scores": self.task_score_files(task, name),
                         "init": self.task_score_files(task, name, init=True) if task in TASKS_WITH_INIT else [],
-                        "skipped": "" if family == "laser" else self.task_skip_reason(task, name)})
+                        "skipped": family.task_skip_reason(self, task, name)})
         return out
 
     def xnli_classify_inputs(self, w):

@@ -176,3 +176,8 @@ rule bisent2vec_tables:  # paper 002: Tables 1, 3, 4 (when their tasks are confi
 
 
 localrules: download_muse_dictionary, download_europarl, extract_europarl
+
+
+rule bisent2vec:  # `snakemake bisent2vec`: the Bi-Sent2Vec models: paper 002's Tables 1, 3, 4, the pairs table, the learning curves
+    input:
+        W.family_targets("bisent2vec"),

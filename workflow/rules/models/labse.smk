@@ -162,3 +162,8 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
         W.logged("laser-repro labse-table2 --models {params.models} {params.tfidf} --model-records {params.records:q}"
                " --md {output.md:q}"
                " --csv {output.csv:q} --run-name {wildcards.run:q}")
+
+
+rule labse:  # `snakemake labse`: the LaBSE models: paper 003's Table 2 and the learning curves
+    input:
+        W.family_targets("labse"),

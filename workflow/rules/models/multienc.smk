@@ -63,3 +63,8 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         W.logged("laser-repro multienc-tables --similarity {input.results:q} --models {params.models}"
                " --tfidf {input.tfidf:q} --out-dir {params.out_dir:q} --run-name {wildcards.run:q}"
                " --model-records {params.records:q}")
+
+
+rule multienc:  # `snakemake multienc`: the Schwenk & Douze models: paper 004's Tables 1-4 and the learning curves
+    input:
+        W.family_targets("multienc"),

@@ -10,5 +10,25 @@ class BiSent2VecDeclaration(FamilyDeclaration):
     def config_errors(self, model, data):
         return self.absent_languages(["pair"], model["pair"], model, data)
 
+    def train_settings(self, run, name):
+        return run.plan.bisent2vec_settings(name, vocab=run.bisent2vec_vocab_file(name))
+
+    def compare_column(self, run, name):
+        """One column per n-gram setting: the paper reports a pair's numbers with that pair's model."""
+        uni = run.family_models[name]["model"]["ngrams"] == 1
+        return f"bisent2vec_{'uni' if uni else 'uni_bi'}", f"Bi-Sent2Vec {'uni.' if uni else 'uni. + bi.'}, one model per en-xx pair:"
+
+    def data_files(self, run, names):
+        """The vocabulary of each model's pair (its words: the Moses-preprocessed text)."""
+        return list(dict.fromkeys(run.bisent2vec_vocab_file(name) for name in names))
+
+    def evaluation_files(self, run, names):
+        return list(dict.fromkeys([*super().evaluation_files(run, names),
+                                   *(p for paths in run.bisent2vec_table_inputs(None).values() for p in paths)]))
+
+    def targets(self, run, names):
+        """Paper 002's tables (Tables 1, 3, 4 with their tasks, the pairs table always) and the learning curves."""
+        return [*run.paper_table_files("bisent2vec_2019", run.bisent2vec_tables()), *super().targets(run, names)]
+
 
 DECLARATION = BiSent2VecDeclaration(name="bisent2vec", text="tok")

@@ -26,5 +26,13 @@ class MultiencDeclaration(FamilyDeclaration):
             errors.append((["paths"], str(err)))
         return errors
 
+    def train_settings(self, run, name):
+        return run.plan.multienc_settings(name)
+
+    def targets(self, run, names):
+        """Paper 004's Tables 1-4 and the learning curves."""
+        return [*run.paper_table_files("schwenk_douze_2017", ["table1", "table2", "table3", "table4"]),
+                *super().targets(run, names)]
+
 
 DECLARATION = MultiencDeclaration(name="multienc", text="bpe")
