@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from laser_repro.models import registry
+
 HEADER = """\
 # DVC versions the pipeline's artifacts in four coarse stages; Snakemake does the work inside each
 # (`snakemake <target>`: data, models, evaluate, tables) and decides job by job what to rerun.
@@ -38,10 +40,11 @@ def stage_outputs(plan) -> dict[str, list[str]]:
     data = []
     if plan.laser:
         data += [f"{results}/bin", f"{results}/bpe/codes", f"{results}/bpe/codes.prov.json", f"{results}/bpe/vocab"]
-    # the subword models and vocabularies of the N-way data, by the families that read them (rule `data`)
-    by_family = {"multienc": "bpe", "labse": "wordpiece", "bisent2vec": "bisent2vec_vocab"}
-    used = {(m["data"], by_family[m["family"]]) for m in plan.config.get("models", {}).values()}
-    data += [f"{results}/nway/{name}/{kind}" for name in plan.nway_data for kind in by_family.values()
+    # the subword models and vocabularies of the N-way data, by the families that read them (rule `data`), as
+    # each declares (laser_repro.models.declaration: data_dir)
+    kinds = [registry.declaration(f).data_dir for f in registry.FAMILIES if f != "laser"]
+    used = {(m["data"], registry.declaration(m["family"]).data_dir) for m in plan.config.get("models", {}).values()}
+    data += [f"{results}/nway/{name}/{kind}" for name in plan.nway_data for kind in dict.fromkeys(kinds)
              if (name, kind) in used]
     evaluate = [f"{results}/eval"]
     if plan.laser:

@@ -16,6 +16,7 @@ import numpy as np
 
 from laser_repro.core.textio import iter_lines, read_json, write_json
 from laser_repro.evaluation.xsim import tfidf_error_matrix
+from laser_repro.models import registry
 from laser_repro.models.similarity import similarity_error_matrix
 
 log = logging.getLogger("laser_repro")
@@ -40,17 +41,6 @@ def evaluate(encoder, init_encoder, data_dir, split: str, langs: Sequence[str]) 
     return out
 
 
-#: the loss panel of each family's curves: (title, y label)
-LOSS_LABELS = {"multienc": ("translation loss", "cross-entropy per target token (nats)"),
-               "labse": ("ranking loss (AMS, both directions)", "loss per pair, x->y + y->x (nats)"),
-               "bisent2vec": ("Bi-Sent2Vec loss (eq. 3: monolingual + cross-lingual)",
-                              "logistic loss per prediction, negatives included (nats)")}
-#: the model each family keeps (the lowest validation similarity error, or the last: a fixed number of epochs)
-KEPT = {"multienc": "lowest", "labse": "lowest", "bisent2vec": "last"}
-#: what an update is, when it is not one optimiser step on a batch
-UPDATE_LABELS = {"bisent2vec": "sentence pairs seen (plain SGD: one step per target word)"}
-
-
 def baseline_level(rows: Sequence[Mapping], tfidf: Mapping) -> float:
     """The baseline's mean error over the ordered pairs the curves score (a Bi-Sent2Vec pair model, a 1:1
     system without an encoder for its target: not every pair of the data)."""
@@ -59,7 +49,9 @@ def baseline_level(rows: Sequence[Mapping], tfidf: Mapping) -> float:
 
 
 def kept_row(rows: Sequence[Mapping], family: str) -> Mapping:
-    return rows[-1] if KEPT.get(family) == "last" else min(rows, key=lambda r: r["valid_similarity_error"])
+    """The curves' row of the model the family keeps (laser_repro.models.declaration: kept)."""
+    last = registry.declaration(family).kept == "last"
+    return rows[-1] if last else min(rows, key=lambda r: r["valid_similarity_error"])
 
 
 def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping | None = None,
@@ -73,15 +65,16 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping 
 
     from laser_repro.core.textio import atomic_output
 
+    declared = registry.declaration(family)  # the loss, what an update is, the model kept
     if not rows:
         raise ValueError(f"{out_png}: no validation in the learning curves")
     updates = [r["update"] for r in rows]
     fig, (ax_loss, ax_sim) = plt.subplots(1, 2, figsize=(11, 4))
     ax_loss.plot(updates, [r.get("train_loss", float("nan")) for r in rows], marker=".", label="training batches")
     ax_loss.plot(updates, [r["valid_loss"] for r in rows], marker=".", label="validation lines")
-    ax_loss.set_xlabel(UPDATE_LABELS.get(family, "updates"))
-    ax_loss.set_title(LOSS_LABELS[family][0])
-    ax_loss.set_ylabel(LOSS_LABELS[family][1])
+    ax_loss.set_xlabel(declared.update_label)
+    ax_loss.set_title(declared.loss_label[0])
+    ax_loss.set_ylabel(declared.loss_label[1])
     ax_loss.legend()
     ax_sim.plot(updates, [r["valid_similarity_error"] for r in rows], color="black", linewidth=2, marker=".",
                 label="mean over ordered pairs")
@@ -94,7 +87,7 @@ def plot_curves(rows: Sequence[Mapping], out_png, *, title: str, tfidf: Mapping 
     kept = kept_row(rows, family)
     ax_sim.axvline(kept["update"], color="grey", linestyle=":", label=f"kept (update {kept['update']})")
     ax_sim.set_ylim(0, 100)
-    ax_sim.set_xlabel(UPDATE_LABELS.get(family, "updates"))
+    ax_sim.set_xlabel(declared.update_label)
     ax_sim.set_ylabel("similarity error (%)")
     ax_sim.set_title("validation similarity error (Algorithm 1)")
     ax_sim.legend(fontsize=8)
@@ -142,10 +135,11 @@ def add_cli(sub) -> None:
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_tfidf)
 
-    s = sub.add_parser("nway-curves", help="plot the learning curves of a multienc or labse run")
+    s = sub.add_parser("nway-curves", help="plot the learning curves of a model of `models` (any family but laser)")
     s.add_argument("--curves", required=True, help="curves.json of the run")
     s.add_argument("--tfidf", help="the TF-IDF baseline on the same validation lines")
     s.add_argument("--title", required=True)
-    s.add_argument("--family", choices=sorted(LOSS_LABELS), default="multienc", help="the loss the curves show")
+    s.add_argument("--family", choices=[f for f in registry.FAMILIES if f != "laser"], default="multienc",
+                   help="the model's family (its loss, the model it keeps)")
     s.add_argument("--output", required=True)
     s.set_defaults(func=cmd_curves)

@@ -33,12 +33,24 @@ class FamilyDeclaration:
     name: str
     text: str
     heldout: str = "similarity"
+    #: the learning curves' loss panel (title, y label); what an update is; the model kept ("lowest": the
+    #: lowest validation similarity error, "last": the last, e.g. a fixed number of epochs)
+    loss_label: tuple[str, str] = ("training loss", "loss (nats)")
+    update_label: str = "updates"
+    kept: str = "lowest"
+    #: the directory under results/<run>/nway/<data>/ that the data stage versions for these models (DVC):
+    #: its text (default) or the vocabulary learned on it
+    data_dir: str = ""
 
     def __post_init__(self):
         if self.text not in MODEL_TEXTS:
             raise ValueError(f"family {self.name}: text {self.text!r}, not one of {', '.join(MODEL_TEXTS)}")
         if self.heldout not in HELDOUT_FORMATS:
             raise ValueError(f"family {self.name}: heldout {self.heldout!r}, not one of {', '.join(HELDOUT_FORMATS)}")
+        if self.kept not in ("lowest", "last"):
+            raise ValueError(f"family {self.name}: kept {self.kept!r}, not one of lowest, last")
+        if not self.data_dir:
+            object.__setattr__(self, "data_dir", self.text)
 
     def encoder_languages(self, model: Mapping, data: Mapping) -> list[str]:
         """The languages a model embeds. ``model``: its entry of the config's `models`; ``data``: the
@@ -110,6 +122,7 @@ class FamilyDeclaration:
         return files + sorted({f"{run.run}/eval/nway/{run.family_models[name]['data']}/tfidf.json" for name in names})
 
     def targets(self, run: Any, names: Sequence[str]) -> list[str]:
-        """What the main command builds for these models: the learning curves of each configured model, and
-        the family's tables."""
-        return [run.curves_figure(name) for name in run.tabled(names)]
+        """What the main command builds for these models: each configured model's learning curves and its
+        similarity error on its data's held-out lines (and update 0's), and the family's tables."""
+        return [p for name in run.tabled(names)
+                for p in (run.curves_figure(name), f"{run.run}/eval/models/{name}/similarity.json")]

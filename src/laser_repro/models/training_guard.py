@@ -202,9 +202,9 @@ def compute_fingerprint(settings: Mapping, data_dir, cache: Optional[Mapping] = 
     settings and files count; None: LASER's (:func:`model_settings`, :func:`data_files`)."""
     files = data_files(data_dir, settings) if family is None else family.data_files(data_dir, settings)
     hashes, stats = hash_files(files, cache, workers)
-    dictionary = hashes.pop("dict.txt")
-    if dictionary is None:
-        raise FileNotFoundError(f"{Path(data_dir) / 'dict.txt'}: the dictionary of the binarized data is missing")
+    dictionary = hashes.pop("dict.txt", None)  # a family without a vocabulary file names none (its settings do)
+    if dictionary is None and "dict.txt" in files:
+        raise FileNotFoundError(f"{files['dict.txt']}: the dictionary of the training data is missing")
     chosen = model_settings(settings) if family is None else family.fingerprint_settings(settings)
     if isinstance(chosen.get("train"), Mapping):  # train.precision: part of the fingerprint unless the default
         chosen = {**chosen, "train": without_default_precision(chosen["train"])}

@@ -31,4 +31,7 @@ class BiSent2VecDeclaration(FamilyDeclaration):
         return [*run.paper_table_files("bisent2vec_2019", run.bisent2vec_tables()), *super().targets(run, names)]
 
 
-DECLARATION = BiSent2VecDeclaration(name="bisent2vec", text="tok")
+DECLARATION = BiSent2VecDeclaration(
+    name="bisent2vec", text="tok", data_dir="bisent2vec_vocab", kept="last",  # a fixed number of epochs
+    loss_label=("Bi-Sent2Vec loss (eq. 3: monolingual + cross-lingual)", "logistic loss per prediction, negatives included (nats)"),
+    update_label="sentence pairs seen (plain SGD: one step per target word)")

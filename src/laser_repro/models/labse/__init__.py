@@ -38,9 +38,10 @@ class LabseDeclaration(FamilyDeclaration):
         return list(dict.fromkeys(files + ([f"{run.run}/eval/tfidf/un.json"] if run.labse_un() else [])))
 
     def targets(self, run, names):
-        """Paper 003's Table 2 and the learning curves."""
-        return [*run.paper_table_files("labse_2020", ["table2"]), *super().targets(run, names)]
+        """Paper 003's Table 2 and the learning curves (the similarity errors: `snakemake evaluate`)."""
+        return [*run.paper_table_files("labse_2020", ["table2"]), *(run.curves_figure(n) for n in run.tabled(names))]
 
 
 # (its WordPiece vocabulary, learned on the Moses-preprocessed text, is in the encoder file)
-DECLARATION = LabseDeclaration(name="labse", text="tok")
+DECLARATION = LabseDeclaration(name="labse", text="tok", data_dir="wordpiece",
+                               loss_label=("ranking loss (AMS, both directions)", "loss per pair, x->y + y->x (nats)"))

@@ -35,4 +35,5 @@ class MultiencDeclaration(FamilyDeclaration):
                 *super().targets(run, names)]
 
 
-DECLARATION = MultiencDeclaration(name="multienc", text="bpe")
+DECLARATION = MultiencDeclaration(name="multienc", text="bpe",
+                                  loss_label=("translation loss", "cross-entropy per target token (nats)"))
