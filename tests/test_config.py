@@ -271,7 +271,7 @@ def test_precision_is_a_train_key_of_every_gpu_family():
     plan = config.Plan(config.load(REPO / "config" / "labse_2020.yaml"))
     assert plan.labse_settings("ams_pt", "dual", tokenizer="t.json")["train"]["precision"] == "bf16"
     assert plan.labse_settings("ams_pt", "pretrain", tokenizer="t.json")["train"]["precision"] == "bf16"
-    plan = config.Plan(config.load(REPO / "config" / "schwenk_douze_2017.yaml"))
+    plan = config.Plan(config.load(REPO / "config" / "multienc_2017.yaml"))
     assert {plan.multienc_settings(name)["train"]["precision"] for name in plan.multienc} == {"fp32"}
 
 

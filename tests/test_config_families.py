@@ -1,5 +1,5 @@
 """Config validation of the model families: `models` (one schema per family), `nway_data`, and their
-checks against the corpora and the LASER model of the run (config/schwenk_douze_small.yaml,
+checks against the corpora and the LASER model of the run (config/multienc_small.yaml,
 config/compare.yaml)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from laser_repro import config
 from laser_repro.config import ConfigError, Plan
 
 REPO = Path(__file__).resolve().parents[1]
-SD_SMALL = REPO / "config" / "schwenk_douze_small.yaml"
+SD_SMALL = REPO / "config" / "multienc_small.yaml"
 COMPARE = REPO / "config" / "compare.yaml"
 SIX = ["eng", "fra", "spa", "rus", "ara", "cmn"]
 
@@ -41,7 +41,7 @@ def _line_of(path: Path, text: str) -> int:
     return hits[0]
 
 
-def test_schwenk_douze_small_loads(tmp_path):
+def test_multienc_small_loads(tmp_path):
     path = tmp_path / "sd.yaml"
     path.write_text(SD_SMALL.read_text(encoding="utf-8"), encoding="utf-8")
     cfg = config.load(path)

@@ -23,8 +23,8 @@ def test_the_repositorys_dvc_yaml_is_the_default_configs():
 def test_a_config_without_laser_versions_its_nway_data_models_and_evaluations():
     """Schwenk & Douze only: no LASER outputs (DVC would refuse a missing one), the N-way BPE, the models,
     eval/ (every model's scores), the tables; each stage depends on the outputs before it."""
-    stages = _stages("schwenk_douze_small.yaml")
-    run = yaml.safe_load((REPO / "config" / "schwenk_douze_small.yaml").read_text())["run_name"]
+    stages = _stages("multienc_small.yaml")
+    run = yaml.safe_load((REPO / "config" / "multienc_small.yaml").read_text())["run_name"]
     outs = {stage: [next(iter(o)) for o in body["outs"]] for stage, body in stages.items()}
     assert all(path.startswith(f"results/{run}/nway/") and path.endswith("/bpe") for path in outs["data"])
     assert outs["train"] == [f"results/{run}/models"] and outs["evaluate"] == [f"results/{run}/eval"]

@@ -183,7 +183,7 @@ def test_labse_pretrains_trains_and_fills_table2(families):
     assert (workdir / "results" / "figures" / "toy_compare" / "curves_toy_labse.png").stat().st_size > 10000
 
 
-def test_schwenk_douze_tables_and_curves(families):
+def test_multienc_tables_and_curves(families):
     workdir, _ = families
     tables = workdir / "results" / "tables" / "toy_compare" / "schwenk_douze_2017"
     table1 = (tables / "table1.md").read_text()
@@ -283,8 +283,8 @@ def _job_counts(out: str) -> dict:
     return counts
 
 
-@pytest.mark.parametrize("config, trained", [("config/schwenk_douze_2017.yaml", {"multienc_train": 31}),
-                                             ("config/schwenk_douze_small.yaml", {"multienc_train": 5}),
+@pytest.mark.parametrize("config, trained", [("config/multienc_2017.yaml", {"multienc_train": 31}),
+                                             ("config/multienc_small.yaml", {"multienc_train": 5}),
                                              # seeds [1, 2, 3]: every model three times
                                              ("config/compare.yaml", {"multienc_train": 9, "laser_train": 6, "labse_train": 9,
                                                                      "bisent2vec_train": 12, "reproduces_table": 1}),

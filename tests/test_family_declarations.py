@@ -88,3 +88,23 @@ def test_a_family_must_declare_its_training_settings():
         declaration.FamilyDeclaration(name="toy", text="bpe").train_settings(None, "m")
     with pytest.raises(ValueError, match="heldout 'bleu', not one of flores-xsim, similarity"):
         declaration.FamilyDeclaration(name="toy", text="bpe", heldout="bleu")
+
+
+@pytest.mark.parametrize("name", sorted(registry.FAMILIES))
+def test_every_family_is_complete(name):
+    """What a family is besides its package and registry line (docs/families.md's recipe): its schema entry, its
+    rules file with its training and target rules, and its page in the docs."""
+    import re
+
+    import yaml
+
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text(encoding="utf-8"))
+    assert schema["$defs"][f"{name}_model"]["properties"]["family"] == {"const": name}
+    assert {"$ref": f"#/$defs/{name}_model"} in schema["$defs"]["model"]["oneOf"]
+    rules = (REPO / "workflow/rules/models" / f"{name}.smk").read_text(encoding="utf-8")
+    assert re.search(rf"^rule {name}_train:", rules, re.M) and re.search(rf"^rule {name}:", rules, re.M)
+    page = (REPO / "docs" / f"{name}.md").read_text(encoding="utf-8")
+    assert f"models/{name}/" in page  # the page names its package
+    assert f"({name}.md)" in (REPO / "docs" / "families.md").read_text(encoding="utf-8")

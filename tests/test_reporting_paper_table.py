@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from laser_repro.reporting import bisent2vec, compare, labse, paper_table as pt, schwenk_douze, tables
+from laser_repro.reporting import bisent2vec, compare, labse, paper_table as pt, multienc, tables
 from laser_repro.reporting.seeds import SeedMean
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "laser_repro"
@@ -28,7 +28,7 @@ def test_paper_values_one_folder_per_paper_and_nowhere_else():
     assert pt.paper_files("laser_2019") == ["paper_table1.csv", "paper_table2_xnli.csv", "paper_table3_mldoc.csv",
                                             "paper_table4_bucc.csv", "paper_table8_xnli_cross.csv",
                                             "paper_table9_tatoeba_unseen.csv", "paper_tables5_7_ablations.csv"]
-    for paper, module in (("schwenk_douze_2017", schwenk_douze), ("labse_2020", labse), ("bisent2vec_2019", bisent2vec)):
+    for paper, module in (("schwenk_douze_2017", multienc), ("labse_2020", labse), ("bisent2vec_2019", bisent2vec)):
         assert pt.paper_files(paper) == [module.PAPER_CSV] and module.PAPER_DIR == paper
     # the old places hold none any more (reporting/paper_values, data/paper_table*.csv)
     assert not (SRC / "reporting" / "paper_values").exists()
@@ -188,7 +188,7 @@ def _write_fixed_tables(out: Path) -> None:
                    "init": _matrix(5.0, 90.0)},
                   {"name": "lstm_1to1", "description": "LSTM last state, efsra-z", "paper_rows": ["t2.lstm3x512.efsra-z"],
                    "similarity": _matrix(30.0, 20.0), "init": None}]
-    schwenk_douze.write_tables(sd_results, _matrix(20.0, 10.0), out / "schwenk_douze_2017", run_name="pin")
+    multienc.write_tables(sd_results, _matrix(20.0, 10.0), out / "schwenk_douze_2017", run_name="pin")
     models = [{"name": "labse_small", "description": "dual encoder + AMS, customized vocab", "paper_row": "t2.custom.ams",
                "tatoeba": _retrieval("tatoeba", {"fra": 12.5, "deu": 20.0, "swh": 70.0}),
                "tatoeba_init": _retrieval("tatoeba", {"fra": 99.0, "deu": 98.0, "swh": 99.9}),

@@ -11,7 +11,7 @@ from conftest import REPO, run_snakemake
 
 
 @pytest.mark.parametrize("config", ["tests/toy/config.yaml", "tests/toy/compare.yaml", "config/small.yaml",
-                                    "config/schwenk_douze_2017.yaml",
+                                    "config/multienc_2017.yaml",
                                     "config/labse_2020.yaml"])
 def test_lint_is_clean(config):
     """Every rule file is linted: the LASER rules, the multienc, LaBSE and N-way rules, the comparison."""

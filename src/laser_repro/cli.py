@@ -24,7 +24,8 @@ from laser_repro.models import cli as models_cli, training
 from laser_repro.models.bisent2vec import vocab as bisent2vec_vocab
 from laser_repro.models.labse import token_store as labse_token_store, vocab as labse_vocab
 from laser_repro.models.laser import cli as laser_cli, nli_multitask
-from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, compare, labse as labse_tables, schwenk_douze
+from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, compare, labse as labse_tables
+from laser_repro.reporting import multienc as multienc_tables
 from laser_repro.reporting import cli as reporting_cli, reproduces, task_compare
 
 
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for module in (fetch, doctor, budget, dvc_stages, slurm_requests, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
                    labse_vocab, labse_token_store, bisent2vec_vocab, evaluation_cli, reporting_cli, bucc, xnli, mldoc, wmt, flores,
-                   nway_eval, retrieval, word_translation, europarl, ablation, schwenk_douze, labse_tables,
+                   nway_eval, retrieval, word_translation, europarl, ablation, multienc_tables, labse_tables,
                    bisent2vec_tables, compare, task_compare, reproduces, provenance):
         module.add_cli(sub)
     return p

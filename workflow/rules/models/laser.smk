@@ -128,3 +128,8 @@ rule nli_binarize:
                " --hypothesis {output.hypothesis_bpe:q} --labels {input.labels:q} --dict {input.dict:q}"
                " --dest-prefix {params.prefix:q}",
                keys=["preprocess", "evaluation.xnli"])
+
+
+rule laser:  # `snakemake laser`: the LASER models: the paper's tables, FLORES, the ablations, metrics.json
+    input:
+        lambda w: W.laser_targets(rules),

@@ -9,7 +9,7 @@ from itertools import permutations
 import pytest
 
 from laser_repro.evaluation.xsim import mean_over
-from laser_repro.reporting import schwenk_douze as sd
+from laser_repro.reporting import multienc as sd
 from laser_repro.reporting.paper_table import read_paper_values
 
 LANGS = sd.LANGUAGES
