@@ -347,21 +347,6 @@ def test_the_former_top_level_laser_form_is_refused_with_the_way_to_write_it(tmp
     assert "train: the LASER model is no longer configured at the top level" in error_of(cfg)
 
 
-def test_resolve_spreads_the_laser_entries_where_the_stages_read_them():
-    """The resolved config (what Plan and the rules read) has the LASER model's and its data's sections
-    at the top level, the model's name, and `models` without it; validate returns the config as written."""
-    cfg = config.load(TOY_CONFIG)
-    assert "bitext_data" in cfg and cfg["models"]["base"]["family"] == "laser"
-    plan = config.Plan(cfg)
-    resolved = plan.config
-    assert resolved["laser"] == {"name": "base", "data": "toy", "description": "base",
-                                 "corpora": [c["name"] for c in cfg["corpora"]], "others": {}}
-    assert resolved["model"] == cfg["models"]["base"]["model"] and resolved["targets"] == ["eng", "spa"]
-    assert resolved["bpe"] == cfg["bitext_data"]["toy"]["bpe"] and "base" not in resolved["models"]
-    assert plan.laser_name == "base" and list(plan.variants)[0] == "base"
-    assert config.Plan(resolved).config == resolved  # a resolved config is taken as it is
-
-
 def test_laser_model_may_have_any_name_and_its_corpora_are_chosen():
     """The LASER model's name is its base variant's (results/<run>/models/<name>/); bitext_data.corpora
     restricts the bitexts to the corpora it names."""
@@ -419,7 +404,7 @@ def test_several_laser_models_share_the_bitext_data():
     assert plan.variant_train("wide")["lr"] == 0.01 and plan.variant_train("base")["lr"] == base["train"]["lr"]
     assert plan.variant_train("wide.seed7")["seed"] == 7 and plan.variant_train("wide.seed7")["lr"] == 0.01
     assert plan.seed_runs("wide") == {base["train"]["seed"]: "wide", 7: "wide.seed7"}
-    assert "wide" not in plan.ablation_rows.get("depth", []) and "wide" not in plan.config["models"]
+    assert "wide" not in plan.ablation_rows.get("depth", []) and "wide" not in plan.family_entries | plan.models
 
 
 def test_a_bitext_data_entry_without_a_laser_model_is_an_error():
@@ -429,3 +414,26 @@ def test_a_bitext_data_entry_without_a_laser_model_is_an_error():
     cfg = yaml.safe_load((REPO / "config" / "labse_small.yaml").read_text())
     cfg["bitext_data"] = {"unused": {"targets": ["eng"], "bpe": {"merges": 10}}}
     assert "bitext_data.unused: no LASER model (family: laser) trains on it" in error_of(cfg)
+
+
+def test_the_plan_reads_the_config_in_its_one_shape():
+    """Issue 37: no flattened copy of the LASER sections: the plan keeps the validated config as written, and
+    the LASER stages read their model's entry and its bitext_data entry through plan.laser_setup."""
+    cfg = toy()
+    cfg["models"]["wide"] = {"family": "laser", "data": "toy", "model": dict(cfg["models"]["base"]["model"]),
+                             "train": {**cfg["models"]["base"]["train"], "lr": 0.01}}
+    validated = config.validate(cfg)
+    plan = config.Plan(validated)
+    assert plan.config is validated
+    assert not {"targets", "filters", "preprocess", "bpe", "model", "train", "embed", "ablations", "laser"} & set(plan.config)
+    setup = plan.laser_setup
+    assert (setup.name, setup.data_name, list(setup.others)) == ("base", "toy", ["wide"])
+    assert setup.entry is validated["models"]["base"] and setup.data is validated["bitext_data"]["toy"]
+    assert plan.targets == list(setup.data["targets"]) and setup.corpora == tuple(c["name"] for c in validated["corpora"])
+    assert setup.key("preprocess.lowercase") == "bitext_data.toy.preprocess.lowercase"
+    assert setup.key("train.seed") == "models.base.train.seed" and setup.key("targets") == "bitext_data.toy.targets"
+    assert setup.description("wide") == "wide" and setup.description("layers1") == "base"
+    assert "base" not in plan.family_entries and "wide" not in plan.family_entries
+    # a config without a LASER model has no setup, and no LASER sections to read
+    labse = config.Plan(config.load(REPO / "config" / "labse_small.yaml"))
+    assert labse.laser_setup is None and not labse.laser and labse.targets == [] and labse.family_entries

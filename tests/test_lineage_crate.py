@@ -210,7 +210,8 @@ def test_crate_of_the_toy_run(toy_local_run, tmp_path, http_cache):
     assert {n["sha256"] for n in files if n["sha256"]} <= shas
     assert (crate / target).read_bytes() == (run / target).read_bytes()
     params = {e["name"]: e["value"] for e in g.values() if types(e) == {"PropertyValue"}}
-    assert params["train.seed"] == 1 and params["bpe.merges"] == 100, params
+    # the config values by their keys in the config (models.<name>..., bitext_data.<data>...)
+    assert params["models.base.train.seed"] == 1 and params["bitext_data.toy.bpe.merges"] == 100, params
     raw = [g[i] for i in ids(g["#run"]["object"]) if types(g[i]) == {"File"}]
     assert any(r["@id"].startswith("https://") and r["url"] == r["@id"] and r["sha256"] for r in raw)
     assert validate(crate, http_cache) == []

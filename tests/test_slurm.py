@@ -164,7 +164,7 @@ def test_toy_workflow_through_slurm_profile(slurm_cluster, toy_local_run, tmp_pa
     start = time.perf_counter()
     # the base model's Table 1: every stage and group of the profile (corpus, bpe, encode, flores,
     # train, export, evaluate, tables). The other tasks' rules run in the same groups and are not
-    # run again here (CI time); the ablation variants are the same rules with another {variant}
+    # run again here (CI time); the ablation variants are the same rules with another {model}
     table1 = ["results/tables/toy/table1.md", "results/tables/toy/table1.csv"]
     proc = run_snakemake(*args, *table1, env=slurm_cluster.env, timeout=2400, snakemake=FAST_POLL_SNAKEMAKE)
     elapsed = time.perf_counter() - start

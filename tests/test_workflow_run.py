@@ -80,9 +80,9 @@ def test_layout_of_model_files(small, compare):
     assert small.curves_figure("base") == "results/figures/small/curves_base.png"
     assert small.paper_table_files("p", ["t"]) == ["results/tables/small/p/t.md", "results/tables/small/p/t.csv",
                                                   "results/tables/small/p/t.tex"]
-    assert small.encoder_file(W(variant="base")) == "results/small/models/base/encoder.pt"
-    assert small.init_encoder_file(W(variant="base")) == "results/small/models/base/encoder_init.pt"
-    assert small.emb("wmt", "test", "deu") == "results/small/eval/wmt/{variant}/emb/test.deu.npy"
+    assert small.encoder_file(W(model="base")) == "results/small/models/base/encoder.pt"
+    assert small.init_encoder_file(W(model="base")) == "results/small/models/base/encoder_init.pt"
+    assert small.emb("wmt", "test", "deu") == "results/small/eval/wmt/{model}/emb/test.deu.npy"
     assert small.emb("wmt", "test", "deu", "base", init=True) == "results/small/eval/wmt/base/emb_init/test.deu.npy"
     assert small.europarl_tfidf_file("eng", "deu") == "results/small/eval/tfidf/europarl_eng-deu.json"
     # every binarized pair has .bin and .idx on both sides
@@ -271,7 +271,7 @@ def test_gpu_resources_local_and_one_node_limit(small):
 
 def test_conda_env_and_threads(small, compare):
     assert small.conda_env(0, "k").startswith("workflow/envs/")
-    assert small.eval_threads(None) == small.cfg["embed"]["threads"]
+    assert small.eval_threads(None) == small.laser_model["embed"]["threads"]
     labse = next(iter(compare.labse))
     assert compare.labse_train_gpus(W(model=labse)) == (compare.labse[labse]["train"]["gpus"], f"models.{labse}.train.gpus")
     key = next(iter(compare.plan.labse_pretrainings), None)
@@ -296,7 +296,7 @@ def test_train_settings_of_every_family(compare):
 
 
 def test_train_inputs_and_buildable(small):
-    inputs = small.train_inputs(W(variant="base"))
+    inputs = small.train_inputs(W(model="base"))
     assert inputs["dict"] == "results/small/bin/dict.txt" and inputs["bin"] and inputs["valid"]
     assert small.buildable("base") and small.laser_models() == [n for n in small.variants if small.buildable(n)]
 
@@ -309,7 +309,7 @@ def test_how_each_model_reads_raw_text(compare):
     assert compare.model_codes_arg(multienc, SimpleNamespace(codes="d", keys=lambda: ["codes"])) == "--codes d/codes"
     labse = next(iter(compare.labse))
     assert compare.model_codes(labse) == {} and compare.model_codes_arg(labse, SimpleNamespace(keys=lambda: [])) == ""
-    assert compare.eval_lowercase(base) == compare.cfg["preprocess"]["lowercase"]
+    assert compare.eval_lowercase(base) == compare.laser_data["preprocess"]["lowercase"]
     assert compare.eval_max_tokens_arg(base).startswith("--max-tokens ") and compare.eval_max_tokens_arg(labse) == ""
 
 
@@ -366,9 +366,9 @@ def test_mldoc_files_under_their_configured_directory():
 
 
 def test_classifier_inputs(paper):
-    xnli = paper.xnli_classify_inputs(W(variant="base"))
+    xnli = paper.xnli_classify_inputs(W(model="base"))
     assert set(xnli) >= {"train", "dev"} and all(k.startswith(("train", "dev", "test_")) for k in xnli)
-    mldoc = paper.mldoc_classify_inputs(W(variant="base"))
+    mldoc = paper.mldoc_classify_inputs(W(model="base"))
     assert mldoc["train"][1].endswith("/mldoc/docs/train.eng.tsv")
 
 
@@ -435,7 +435,7 @@ def test_laser_targets(small):
     targets = small.laser_targets(rules)
     assert "abl" in targets and f"{small.run}/metrics.json" in targets and f"{small.tables_dir}/flores_xsim.md" in targets
     assert small.flores_targets()[3:] == [f"{small.figures_dir}/curves_base.png"]
-    data = small.laser_data()
+    data = small.laser_data_files()
     assert f"{small.run}/bin/dict.txt" in data and set(small.binarized_files()) <= set(data)
     names = ("table1", "table9", "table4", "table2_table8", "table3", "table_wmt", "flores_table", "flores_tfidf")
     rules = SimpleNamespace(**{n: SimpleNamespace(input=[f"in.{n}"]) for n in names})
@@ -470,14 +470,30 @@ def test_family_of_and_models_of(compare):
 
 # ---- shell commands -----------------------------------------------------------------------------------------------
 def test_logged_records_in_process(small):
-    cmd = small.logged("laser-repro bpe-dict --vocab {input:q}", keys=["bpe.merges", "nope.x"])
-    assert isinstance(cmd, RecordedCommand) and cmd.settings == {"bpe.merges": small.cfg["bpe"]["merges"], "nope.x": None}
+    cmd = small.logged("laser-repro bpe-dict --vocab {input:q}", keys=[*small.laser_keys("bpe.merges"), "nope.x"])
+    merges = small.cfg["bitext_data"]["news"]["bpe"]["merges"]
+    assert isinstance(cmd, RecordedCommand) and cmd.settings == {"bitext_data.news.bpe.merges": merges, "nope.x": None}
     assert cmd.startswith("laser-repro --provenance-spec {params.provenance_spec:q} bpe-dict") and cmd.endswith("> {log:q} 2>&1")
     with pytest.raises(ValueError, match="one `laser-repro SUBCOMMAND"):
         small.logged("(laser-repro a && laser-repro b)")
     with pytest.raises(ValueError, match="one `laser-repro SUBCOMMAND"):
         small.logged("rm x")
-    assert small.config_value("bpe.merges") == small.cfg["bpe"]["merges"]
+    assert small.config_value("bitext_data.news.bpe.merges") == merges and small.config_value("bpe.merges") is None
+
+
+def test_laser_settings_by_their_keys_in_the_config(small, compare):
+    """The LASER stages read the config in its one shape: the base model's entry and its bitext_data entry."""
+    assert small.laser_model is small.cfg["models"]["base"] or small.laser_model == small.cfg["models"]["base"]
+    assert small.laser_data == small.cfg["bitext_data"]["news"]
+    assert small.laser_keys("preprocess.lowercase", "embed.max_tokens", "targets") == [
+        "bitext_data.news.preprocess.lowercase", "models.base.embed.max_tokens", "bitext_data.news.targets"]
+    assert all(small.config_value(k) is not None for k in small.laser_keys("preprocess.lowercase", "embed.max_tokens"))
+    assert compare.laser_model_keys() == [f"models.{n}" for n in compare.plan.laser_models]
+    assert compare.laser_model_keys() and all(compare.config_value(k)["family"] == "laser"
+                                                          for k in compare.laser_model_keys())
+    # no LASER model: nothing to read; the keys name the sections (their values None)
+    labse_only = run_of("config/labse_small.yaml", data_root=DATA)
+    assert labse_only.laser_model == {} and labse_only.laser_data == {} and labse_only.laser_model_keys() == []
     assert small.shell_quote_json({"a": "b c"}) == "'{\"a\": \"b c\"}'"
 
 

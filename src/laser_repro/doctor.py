@@ -192,7 +192,7 @@ def config_wants(config: dict) -> tuple[set[str], Wants]:
     plan = Plan(config)
     families = {"laser"} if plan.laser else set()
     wants = Wants(knn_device=config.get("evaluation", {}).get("knn_device"))
-    trains = {f"models.{plan.laser_name}.train": plan.config["train"]} if plan.laser else {}
+    trains = {f"models.{plan.laser_name}.train": plan.laser_setup.entry["train"]} if plan.laser else {}
     for name, model in plan.models.items():
         families.add(model["family"])
         trains[f"models.{name}.train"] = model.get("train", {})

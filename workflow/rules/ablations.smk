@@ -1,6 +1,6 @@
 # Stage 11: the paper's ablations (section 5). Every variant of config `ablations` is a model of its own
-# (rule laser_train with {variant}), evaluated on every task like the base model; its scores are summed up in
-# results/{run}/metrics/{variant}.json and set side by side in Tables 5 (depth), 6 (NLI multitask) and
+# (rule laser_train with {model}), evaluated on every task like the base model; its scores are summed up in
+# results/{run}/metrics/{model}.json and set side by side in Tables 5 (depth), 6 (NLI multitask) and
 # 7 (number of training languages), with a figure each. `snakemake variant_<name>` builds one variant.
 import shlex
 
@@ -8,11 +8,11 @@ from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 
 rule variant_metrics:
     input:
-        unpack(lambda w: W.variant_scores(w.variant)),
+        unpack(lambda w: W.variant_scores(w.model)),
     output:
-        "results/{run}/metrics/{variant}.json",
+        "results/{run}/metrics/{model}.json",
     log:
-        "results/{run}/logs/{variant}/metrics.log",
+        "results/{run}/logs/{model}/metrics.log",
     params:
         files=lambda w, input: " ".join(f"--{task} {' '.join(map(shlex.quote, input[task]))}" for task in input.keys()),
         flores_languages=lambda w: shlex.join(["--flores-languages", *(
@@ -20,7 +20,7 @@ rule variant_metrics:
     conda:
         "../envs/laser.yaml"
     shell:
-        W.logged("laser-repro variant-metrics --variant {wildcards.variant:q} {params.files} {params.flores_languages}"
+        W.logged("laser-repro variant-metrics --variant {wildcards.model:q} {params.files} {params.flores_languages}"
                " --output {output:q}")
 
 

@@ -17,7 +17,7 @@ rule bpe_count:
         "results/{run}/logs/bpe/count.log",
     params:
         inputs=spec_files.path_list_param("bpe-count-inputs"),  # every tokenized shard: a file, not thousands of arguments
-    threads: lambda w: W.cfg["bpe"]["threads"]
+    threads: lambda w: W.laser_data["bpe"]["threads"]
     resources:
         mem_mb=16000,
     conda:
@@ -37,7 +37,7 @@ rule bpe_learn:
     benchmark:
         "results/{run}/benchmarks/bpe_learn.tsv"
     params:
-        merges=lambda w: W.cfg["bpe"]["merges"],
+        merges=lambda w: W.laser_data["bpe"]["merges"],
     resources:
         # from the word counts' size (laser_repro.data.bpe.learn_resources: ~0.35 GB and ~52 s per million
         # distinct words); in a dry run, before the counts exist, the paper's estimate
@@ -47,7 +47,7 @@ rule bpe_learn:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro bpe-learn --words {input:q} --merges {params.merges:q}"
-               " --codes {output.codes:q} --vocab {output.vocab:q}", keys=["bpe.merges"])
+               " --codes {output.codes:q} --vocab {output.vocab:q}", keys=W.laser_keys("bpe.merges"))
 
 
 rule fairseq_dict:
@@ -73,13 +73,13 @@ rule pair_dedup:  # preprocess.dedup_pairs: the first copy of each pair of a dir
     log:
         "results/{run}/logs/bpe/keep/{src}-{tgt}.log",
     params:
-        block=lambda w: W.cfg["preprocess"]["block_lines"],
+        block=lambda w: W.laser_data["preprocess"]["block_lines"],
     conda:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro pair-dedup --src-inputs {input.src:q} --tgt-inputs {input.tgt:q}"
                " --block-lines {params.block:q} --keep {output.keep:q} --stats {output.stats:q}",
-               keys=["preprocess.block_lines"])
+               keys=W.laser_keys("preprocess.block_lines"))
 
 
 rule bpe_apply:
@@ -90,9 +90,9 @@ rule bpe_apply:
     log:
         "results/{run}/logs/bpe/apply/{src}-{tgt}.{lang}.log",
     params:
-        block=lambda w: W.cfg["preprocess"]["block_lines"],
+        block=lambda w: W.laser_data["preprocess"]["block_lines"],
         keep=lambda w, input: f"--keep {shlex.quote(input.keep)}" if "keep" in input.keys() else "",
-        dedup=lambda w: W.cfg["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
+        dedup=lambda w: W.laser_data["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the BPE'd text
     resources:
         mem_mb=1000,
     conda:
@@ -100,4 +100,4 @@ rule bpe_apply:
     shell:
         W.logged("laser-repro bpe-apply --codes {input.codes:q} --output {output:q}"
                " --block-lines {params.block:q} --inputs {input.shards:q} {params.keep}",
-               keys=["preprocess.block_lines", "preprocess.dedup_pairs"])
+               keys=W.laser_keys("preprocess.block_lines", "preprocess.dedup_pairs"))

@@ -199,7 +199,7 @@ rule extract_bitext:
     shell:
         W.logged("laser-repro extract {params.args}"
                " --out-src {output.src:q} --out-tgt {output.tgt:q} --stats {output.stats:q}",
-               keys=["corpora", "filters"], sources=True)
+               keys=["corpora", *W.laser_keys("filters")], sources=True)
 
 
 # A pair of an N-way corpus: the kept pairs' lines of the sides' Moses files (rule moses_lines) are its one

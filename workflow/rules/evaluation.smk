@@ -16,23 +16,23 @@ rule eval_embed:
         codes="results/{run}/bpe/codes",
         encoder=W.encoder_file,
     output:
-        emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
+        emb="results/{run}/eval/{task}/{model}/emb/{name}.{lang}.npy",
     log:
-        "results/{run}/logs/{variant}/eval/{task}/embed/{name}.{lang}.log",
+        "results/{run}/logs/{model}/eval/{task}/embed/{name}.{lang}.log",
     wildcard_constraints:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
     params:
-        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
-        max_tokens=lambda w: W.cfg["embed"]["max_tokens"],
-    threads: lambda w: W.cfg["embed"]["threads"]
+        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
+        max_tokens=lambda w: W.laser_model["embed"]["max_tokens"],
+    threads: lambda w: W.laser_model["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro embed --encoder {input.encoder:q} --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.text:q} --output {output.emb:q}"
                " --max-tokens {params.max_tokens:q} --threads {threads}",
-               keys=["preprocess.lowercase", "embed.max_tokens"])
+               keys=W.laser_keys("preprocess.lowercase", "embed.max_tokens"))
 
 
 rule download_eval:
@@ -64,29 +64,29 @@ use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (ba
         codes="results/{run}/bpe/codes",
         encoder=W.init_encoder_file,
     output:
-        emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
+        emb="results/{run}/eval/{task}/{model}/emb_init/{name}.{lang}.npy",
     log:
-        "results/{run}/logs/{variant}/eval/{task}/embed_init/{name}.{lang}.log",
+        "results/{run}/logs/{model}/eval/{task}/embed_init/{name}.{lang}.log",
 
 
 # A model of another family: the same raw texts, prepared by its family (Moses; multienc: its N-way data's
 # BPE codes; LaBSE, Bi-Sent2Vec: the vocabulary in the encoder file), lowercased as its data is.
 rule model_eval_embed:
     input:
-        unpack(lambda w: W.model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.model)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
-        encoder="results/{run}/models/{variant}/encoder.pt",
+        encoder="results/{run}/models/{model}/encoder.pt",
     output:
-        emb="results/{run}/eval/{task}/{variant}/emb/{name}.{lang}.npy",
+        emb="results/{run}/eval/{task}/{model}/emb/{name}.{lang}.npy",
     log:
-        "results/{run}/logs/{variant}/eval/{task}/embed/{name}.{lang}.log",
+        "results/{run}/logs/{model}/eval/{task}/embed/{name}.{lang}.log",
     wildcard_constraints:
         task="[a-z0-9]+",
         name="[A-Za-z0-9_-]+",
-        variant=alternatives(W.family_models),
+        model=alternatives(W.family_models),
     params:
-        codes=lambda w, input: W.model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.model) else "--keep-case",
     threads: W.eval_threads
     conda:
         "../envs/laser.yaml"
@@ -99,23 +99,23 @@ rule model_eval_embed:
 # hypotheses, a BUCC split's two sides (the other texts: eval_embed, model_eval_embed, one by one).
 rule eval_embed_nli:
     input:
-        unpack(lambda w: W.model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.model)),
         first="results/{run}/eval/xnli/text/{split}-p.{lang}.txt",
         second="results/{run}/eval/xnli/text/{split}-h.{lang}.txt",
-        encoder="results/{run}/models/{variant}/encoder.pt",
+        encoder="results/{run}/models/{model}/encoder.pt",
     output:
-        first="results/{run}/eval/xnli/{variant}/emb/{split}-p.{lang}.npy",
-        second="results/{run}/eval/xnli/{variant}/emb/{split}-h.{lang}.npy",
+        first="results/{run}/eval/xnli/{model}/emb/{split}-p.{lang}.npy",
+        second="results/{run}/eval/xnli/{model}/emb/{split}-h.{lang}.npy",
     log:
-        "results/{run}/logs/{variant}/eval/xnli/embed/{split}.{lang}.log",
+        "results/{run}/logs/{model}/eval/xnli/embed/{split}.{lang}.log",
     wildcard_constraints:
         split="train|dev|test",
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     params:
         langs=lambda w: [w.lang, w.lang],
-        codes=lambda w, input: W.model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
-        max_tokens=lambda w: W.eval_max_tokens_arg(w.variant),
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.model) else "--keep-case",
+        max_tokens=lambda w: W.eval_max_tokens_arg(w.model),
     threads: W.eval_threads
     conda:
         "../envs/laser.yaml"
@@ -128,24 +128,24 @@ rule eval_embed_nli:
 
 use rule eval_embed_nli as eval_embed_bucc with:
     input:
-        unpack(lambda w: W.model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.model)),
         first="results/{run}/eval/bucc/text/{xx}-{split}-{xx}.{xx}.txt",
         second="results/{run}/eval/bucc/text/{xx}-{split}-eng.eng.txt",
-        encoder="results/{run}/models/{variant}/encoder.pt",
+        encoder="results/{run}/models/{model}/encoder.pt",
     output:
-        first="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-{xx}.{xx}.npy",
-        second="results/{run}/eval/bucc/{variant}/emb/{xx}-{split}-eng.eng.npy",
+        first="results/{run}/eval/bucc/{model}/emb/{xx}-{split}-{xx}.{xx}.npy",
+        second="results/{run}/eval/bucc/{model}/emb/{xx}-{split}-eng.eng.npy",
     log:
-        "results/{run}/logs/{variant}/eval/bucc/embed/{xx}-{split}.log",
+        "results/{run}/logs/{model}/eval/bucc/embed/{xx}-{split}.log",
     wildcard_constraints:
         xx="[a-z]{3}",
         split="training|test",
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     params:
         langs=lambda w: [w.xx, "eng"],
-        codes=lambda w, input: W.model_codes_arg(w.variant, input),
-        lowercase=lambda w: "" if W.eval_lowercase(w.variant) else "--keep-case",
-        max_tokens=lambda w: W.eval_max_tokens_arg(w.variant),
+        codes=lambda w, input: W.model_codes_arg(w.model, input),
+        lowercase=lambda w: "" if W.eval_lowercase(w.model) else "--keep-case",
+        max_tokens=lambda w: W.eval_max_tokens_arg(w.model),
 
 
 ruleorder: eval_embed_nli > eval_embed_bucc > eval_embed
@@ -154,13 +154,13 @@ ruleorder: eval_embed_nli > eval_embed_bucc > model_eval_embed
 
 use rule model_eval_embed as model_eval_embed_init with:
     input:
-        unpack(lambda w: W.model_codes(w.variant)),
+        unpack(lambda w: W.model_codes(w.model)),
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
-        encoder="results/{run}/models/{variant}/encoder_init.pt",
+        encoder="results/{run}/models/{model}/encoder_init.pt",
     output:
-        emb="results/{run}/eval/{task}/{variant}/emb_init/{name}.{lang}.npy",
+        emb="results/{run}/eval/{task}/{model}/emb_init/{name}.{lang}.npy",
     log:
-        "results/{run}/logs/{variant}/eval/{task}/embed_init/{name}.{lang}.log",
+        "results/{run}/logs/{model}/eval/{task}/embed_init/{name}.{lang}.log",
 
 
 localrules: download_eval
@@ -207,17 +207,17 @@ rule bucc_gold:
 
 rule bucc_mine:
     input:
-        src=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx, w.variant),
-        trg=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-eng", "eng", w.variant),
+        src=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-{w.xx}", w.xx, w.model),
+        trg=lambda w: W.emb("bucc", f"{w.xx}-{w.split}-eng", "eng", w.model),
     output:
-        "results/{run}/eval/bucc/{variant}/candidates/{xx}-{split}.tsv",
+        "results/{run}/eval/bucc/{model}/candidates/{xx}-{split}.tsv",
     log:
-        "results/{run}/logs/{variant}/eval/bucc/mine/{xx}-{split}.log",
+        "results/{run}/logs/{model}/eval/bucc/mine/{xx}-{split}.log",
     benchmark:
-        "results/{run}/benchmarks/{variant}/bucc_mine/{xx}-{split}.tsv"
+        "results/{run}/benchmarks/{model}/bucc_mine/{xx}-{split}.tsv"
     wildcard_constraints:
         split="training|test",
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     params:
         cfg=lambda w: shlex.join(str(x) for x in ("--k", W.evaluation["bucc"]["k"], "--margin", W.evaluation["bucc"]["margin"],
                                                   "--mode", W.evaluation["bucc"]["mode"],
@@ -236,16 +236,16 @@ rule bucc_mine:
 
 rule bucc_evaluate:
     input:
-        candidates="results/{run}/eval/bucc/{variant}/candidates/{xx}-training.tsv",
+        candidates="results/{run}/eval/bucc/{model}/candidates/{xx}-training.tsv",
         src_ids="results/{run}/eval/bucc/ids/{xx}-training-{xx}.tsv",
         trg_ids="results/{run}/eval/bucc/ids/{xx}-training-eng.tsv",
         gold="results/{run}/eval/bucc/gold/{xx}-training.gold",
     output:
-        "results/{run}/eval/bucc/{variant}/scores/{xx}.json",
+        "results/{run}/eval/bucc/{model}/scores/{xx}.json",
     log:
-        "results/{run}/logs/{variant}/eval/bucc/evaluate/{xx}.log",
+        "results/{run}/logs/{model}/eval/bucc/evaluate/{xx}.log",
     wildcard_constraints:
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -255,16 +255,16 @@ rule bucc_evaluate:
 
 rule bucc_extract:
     input:
-        candidates="results/{run}/eval/bucc/{variant}/candidates/{xx}-test.tsv",
+        candidates="results/{run}/eval/bucc/{model}/candidates/{xx}-test.tsv",
         src_ids="results/{run}/eval/bucc/ids/{xx}-test-{xx}.tsv",
         trg_ids="results/{run}/eval/bucc/ids/{xx}-test-eng.tsv",
-        train="results/{run}/eval/bucc/{variant}/scores/{xx}.json",
+        train="results/{run}/eval/bucc/{model}/scores/{xx}.json",
     output:
-        "results/{run}/eval/bucc/{variant}/test_pairs/{xx}-en.tsv",
+        "results/{run}/eval/bucc/{model}/test_pairs/{xx}-en.tsv",
     log:
-        "results/{run}/logs/{variant}/eval/bucc/extract/{xx}.log",
+        "results/{run}/logs/{model}/eval/bucc/extract/{xx}.log",
     wildcard_constraints:
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -323,17 +323,17 @@ if "wmt" in W.evaluation:
 
     rule wmt_similarity:
         input:
-            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.variant) for lang in W.task_languages("wmt", w.variant)],
+            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.model) for lang in W.task_languages("wmt", w.model)],
             meta=f"{W.run}/eval/wmt/text/meta.json",
         output:
-            f"{W.run}/eval/wmt/{{variant}}/scores.json",
+            f"{W.run}/eval/wmt/{{model}}/scores.json",
         log:
-            f"{W.run}/logs/{{variant}}/eval/wmt/similarity.log",
+            f"{W.run}/logs/{{model}}/eval/wmt/similarity.log",
         wildcard_constraints:
-            variant=alternatives(W.eval_models),
+            model=alternatives(W.eval_models),
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.variant)])
-                                   for lang in W.task_languages("wmt", w.variant)),
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.model)])
+                                   for lang in W.task_languages("wmt", w.model)),
         conda:
             "../envs/laser.yaml"
         shell:
@@ -341,15 +341,15 @@ if "wmt" in W.evaluation:
 
     use rule wmt_similarity as wmt_similarity_init with:
         input:
-            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.variant, init=True) for lang in W.task_languages("wmt", w.variant)],
+            emb=lambda w: [W.emb("wmt", WMT_SET, lang, w.model, init=True) for lang in W.task_languages("wmt", w.model)],
             meta=f"{W.run}/eval/wmt/text/meta.json",
         output:
-            f"{W.run}/eval/wmt/{{variant}}/init_scores.json",
+            f"{W.run}/eval/wmt/{{model}}/init_scores.json",
         log:
-            f"{W.run}/logs/{{variant}}/eval/wmt/similarity_init.log",
+            f"{W.run}/logs/{{model}}/eval/wmt/similarity_init.log",
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.variant, init=True)])
-                                   for lang in W.task_languages("wmt", w.variant)),
+            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.model, init=True)])
+                                   for lang in W.task_languages("wmt", w.model)),
 
     rule wmt_tfidf:  # the non-learned baseline on the same sentences
         input:
@@ -425,7 +425,7 @@ rule multinli_texts:
         "results/{run}/logs/eval/xnli/multinli.log",
     params:
         sources=W.raw_sources,
-        cap=lambda w: shlex.join(["--max-pairs", str(W.evaluation["xnli"]["train_max_pairs"]), "--seed", str(W.cfg["train"]["seed"])])
+        cap=lambda w: shlex.join(["--max-pairs", str(W.evaluation["xnli"]["train_max_pairs"]), "--seed", str(W.laser_model["train"]["seed"])])
         if W.evaluation["xnli"].get("train_max_pairs") else "",
     conda:
         "../envs/laser.yaml"
@@ -438,16 +438,16 @@ rule xnli_classify:
     input:
         unpack(W.xnli_classify_inputs),
     output:
-        "results/{run}/eval/xnli/{variant}/scores.json",
+        "results/{run}/eval/xnli/{model}/scores.json",
     log:
-        "results/{run}/logs/{variant}/eval/xnli/classify.log",
+        "results/{run}/logs/{model}/eval/xnli/classify.log",
     benchmark:
-        "results/{run}/benchmarks/{variant}/xnli_classify.tsv"
+        "results/{run}/benchmarks/{model}/xnli_classify.tsv"
     wildcard_constraints:
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in W.task_languages("xnli", w.variant)),
+                                        for lang in W.task_languages("xnli", w.model)),
         config=lambda w: W.shell_quote_json(W.evaluation["xnli"]["classifier"]),
     threads: W.eval_threads
     resources:
@@ -508,14 +508,14 @@ rule mldoc_classify:
     input:
         unpack(W.mldoc_classify_inputs),
     output:
-        "results/{run}/eval/mldoc/{variant}/scores.json",
+        "results/{run}/eval/mldoc/{model}/scores.json",
     log:
-        "results/{run}/logs/{variant}/eval/mldoc/classify.log",
+        "results/{run}/logs/{model}/eval/mldoc/classify.log",
     wildcard_constraints:
-        variant=alternatives(W.eval_models),
+        model=alternatives(W.eval_models),
     params:
         tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in W.task_languages("mldoc", w.variant)),
+                                        for lang in W.task_languages("mldoc", w.model)),
         config=lambda w: W.shell_quote_json(W.evaluation["mldoc"]["classifier"]),
     threads: W.eval_threads
     conda:

@@ -38,7 +38,7 @@ rule flores_prepare:
     log:
         f"{W.run}/logs/flores/prepare.log",
     params:
-        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
         args=lambda w, input, output: " ".join(
             f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
             for src, dst in zip(input.texts, output)),
@@ -46,7 +46,7 @@ rule flores_prepare:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase} {params.args}",
-               keys=["preprocess.lowercase"])
+               keys=W.laser_keys("preprocess.lowercase"))
 
 
 rule flores_binarize_valid:
@@ -90,20 +90,20 @@ rule flores_xsim:
         init=W.init_encoder_file,
         texts=lambda w: W.flores_texts("bpe"),
     output:
-        "results/{run}/flores/{variant}/scores.json",
+        "results/{run}/flores/{model}/scores.json",
     log:
-        "results/{run}/logs/{variant}/flores_xsim.log",
+        "results/{run}/logs/{model}/flores_xsim.log",
     params:
         bpe_dir=lambda w, input: os.path.dirname(input.texts[0]),
         langs=lambda w: list(W.plan.flores_languages),
-        max_tokens=lambda w: W.cfg["embed"]["max_tokens"],
-    threads: lambda w: W.cfg["embed"]["threads"]
+        max_tokens=lambda w: W.laser_model["embed"]["max_tokens"],
+    threads: lambda w: W.laser_model["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro flores-xsim --encoder {input.encoder:q} --init-encoder {input.init:q}"
                " --bpe-dir {params.bpe_dir:q} --langs {params.langs:q} --max-tokens {params.max_tokens:q}"
-               " --threads {threads} --output {output:q}", keys=["embed.max_tokens"])
+               " --threads {threads} --output {output:q}", keys=W.laser_keys("embed.max_tokens"))
 
 
 rule flores_table:
@@ -131,14 +131,14 @@ rule flores_table:
 
 rule learning_curves:
     input:
-        curves="results/{run}/models/{variant}/curves.jsonl",
+        curves="results/{run}/models/{model}/curves.jsonl",
         tfidf="results/{run}/flores/tfidf.json",
     output:
-        report("results/figures/{run}/curves_{variant}.png", category="Learning curves"),
+        report("results/figures/{run}/curves_{model}.png", category="Learning curves"),
     log:
-        "results/{run}/logs/{variant}/curves_plot.log",
+        "results/{run}/logs/{model}/curves_plot.log",
     params:
-        title=lambda w: f"{W.cfg['run_name']} / {w.variant}: learning curves",
+        title=lambda w: f"{W.cfg['run_name']} / {w.model}: learning curves",
     conda:
         "../envs/laser.yaml"
     shell:

@@ -35,8 +35,8 @@ rule preprocess_shard:
     wildcard_constraints:
         corpus=alternatives(W.pair_corpus_names),
     params:
-        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
-        block=lambda w: W.cfg["preprocess"]["block_lines"],
+        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
+        block=lambda w: W.laser_data["preprocess"]["block_lines"],
     resources:
         mem_mb=1500,
         runtime=240,
@@ -45,4 +45,4 @@ rule preprocess_shard:
     shell:
         W.logged("laser-repro preprocess --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
                " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",
-               keys=["preprocess"])
+               keys=W.laser_keys("preprocess"))

@@ -12,7 +12,7 @@ rule tatoeba_prepare:
     log:
         "results/{run}/logs/tatoeba/prepare/{lang}.log",
     params:
-        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
         sources=W.raw_sources,
     conda:
         "../envs/laser.yaml"
@@ -20,7 +20,7 @@ rule tatoeba_prepare:
         W.logged("laser-repro prepare-text --codes {input.codes:q} {params.lowercase}"
                " --lang {wildcards.lang:q} --input {input.xx:q} --output {output.xx:q}"
                " --lang eng --input {input.eng:q} --output {output.eng:q}",
-               keys=["preprocess.lowercase"], sources=True)
+               keys=W.laser_keys("preprocess.lowercase"), sources=True)
 
 
 # Beside the model, on the same sentences: the encoder at update 0 and character n-gram TF-IDF of the raw text.
@@ -33,14 +33,14 @@ rule tatoeba_evaluate:
         raw_xx=lambda w: W.tatoeba_test_file(w.lang, w.lang),
         raw_eng=lambda w: W.tatoeba_test_file(w.lang, "eng"),
     output:
-        xx_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.{lang}.npy",
-        eng_emb="results/{run}/tatoeba/{variant}/emb/{lang}-eng.eng.npy",
-        scores="results/{run}/tatoeba/{variant}/scores/{lang}.json",
+        xx_emb="results/{run}/tatoeba/{model}/emb/{lang}-eng.{lang}.npy",
+        eng_emb="results/{run}/tatoeba/{model}/emb/{lang}-eng.eng.npy",
+        scores="results/{run}/tatoeba/{model}/scores/{lang}.json",
     log:
-        "results/{run}/logs/{variant}/tatoeba/{lang}.log",
+        "results/{run}/logs/{model}/tatoeba/{lang}.log",
     params:
-        max_tokens=lambda w: W.cfg["embed"]["max_tokens"],
-    threads: lambda w: W.cfg["embed"]["threads"]
+        max_tokens=lambda w: W.laser_model["embed"]["max_tokens"],
+    threads: lambda w: W.laser_model["embed"]["threads"]
     conda:
         "../envs/laser.yaml"
     shell:
@@ -48,7 +48,7 @@ rule tatoeba_evaluate:
                " --xx {input.xx:q} --eng {input.eng:q} --xx-emb {output.xx_emb:q} --eng-emb {output.eng_emb:q}"
                " --scores {output.scores:q} --max-tokens {params.max_tokens:q} --threads {threads}"
                " --init-encoder {input.init:q} --raw-xx {input.raw_xx:q} --raw-eng {input.raw_eng:q}",
-               keys=["embed.max_tokens"])
+               keys=W.laser_keys("embed.max_tokens"))
 
 
 rule table1:

@@ -1,4 +1,6 @@
-# The wildcards' patterns (a variant: exactly the LASER variants of the config).
+# The wildcards' patterns. {model} names a trained model's directory, results/<run>/models/<model>/: in a rule
+# without its own constraint, a LASER model (the config's LASER models, their ablation variants and seed
+# replicates); the other families' rules constrain it to their models (W.models_of(family)).
 from laser_repro.workflow.run import alternatives
 
 
@@ -11,4 +13,4 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_-]+",
     k="[0-9]+",
     n="[0-9]+",
-    variant=alternatives(W.plan.variants),
+    model=alternatives(W.plan.variants),

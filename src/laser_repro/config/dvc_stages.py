@@ -43,7 +43,7 @@ def stage_outputs(plan) -> dict[str, list[str]]:
     # the subword models and vocabularies of the N-way data, by the families that read them (rule `data`), as
     # each declares (laser_repro.models.declaration: data_dir)
     kinds = [registry.declaration(f).data_dir for f in registry.FAMILIES if f != "laser"]
-    used = {(m["data"], registry.declaration(m["family"]).data_dir) for m in plan.config.get("models", {}).values()}
+    used = {(m["data"], registry.declaration(m["family"]).data_dir) for m in plan.family_entries.values()}
     data += [f"{results}/nway/{name}/{kind}" for name in plan.nway_data for kind in dict.fromkeys(kinds)
              if (name, kind) in used]
     evaluate = [f"{results}/eval"]

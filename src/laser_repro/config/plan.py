@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 from laser_repro.core import languages
 from laser_repro.models import registry
@@ -103,37 +103,54 @@ def sacrebleu_langpair(corpus: dict, src: str, tgt: str) -> str:
     return langpair_of(corpus["download"]["sacrebleu"].get("langpair", SACREBLEU_LANGPAIR), src, tgt)
 
 
-def resolve(config: dict) -> dict:
-    """A validated config as the run plan reads it: its first LASER model (the base: the paper tables and
-    ablations are its) and the bitext_data entry of its LASER models spread into the sections the LASER
-    stages read (targets, filters, preprocess, bpe, model, train, embed, ablations), ``laser`` naming them
-    ({name, data, description, corpora}: the corpora aligned, by default every corpus; ``others``: the
-    other LASER models on the same data, name -> {model, train, description}), and `models` keeping the
-    other families."""
-    out = {k: v for k, v in config.items() if k != "bitext_data"}
-    out["models"] = {name: m for name, m in config["models"].items() if m["family"] != "laser"}
+@dataclass(frozen=True)
+class LaserSetup:
+    """The config's LASER models as the LASER stages read them, in the config's own shape: ``name``, the
+    first LASER model of `models` (the base: the paper tables and the ablations are its), ``entry`` its
+    entry, ``data_name`` and ``data`` the bitext_data entry it trains on, ``corpora`` the corpora that entry
+    aligns (by default every corpus), ``others`` the other LASER models on the same data (name -> entry)."""
+    name: str
+    entry: Mapping
+    data_name: str
+    data: Mapping
+    corpora: tuple[str, ...]
+    others: Mapping[str, Mapping]
+
+    #: the sections of the bitext_data entry (the rest are the model's: model, train, embed, ablations)
+    DATA_SECTIONS = ("targets", "filters", "preprocess", "bpe", "corpora")
+
+    def key(self, section: str) -> str:
+        """The dotted config key of one of its settings, e.g. "preprocess.lowercase" ->
+        "bitext_data.<data>.preprocess.lowercase", "embed.max_tokens" -> "models.<base>.embed.max_tokens"."""
+        head = section.split(".", 1)[0]
+        return (f"bitext_data.{self.data_name}.{section}" if head in self.DATA_SECTIONS
+                else f"models.{self.name}.{section}")
+
+    def description(self, name: str) -> str:
+        """A LASER model's description (an ablation variant's: the base model's)."""
+        entry = self.others.get(name) or self.entry
+        return entry.get("description", name if name in self.others else self.name)
+
+
+def laser_setup(config: dict) -> LaserSetup | None:
+    """The :class:`LaserSetup` of a validated config (None: it has no LASER model)."""
     laser = [(name, m) for name, m in config["models"].items() if m["family"] == "laser"]
     if not laser:
-        return out
-    name, model = laser[0]
-    data = config["bitext_data"][model["data"]]
-    out.update({key: data[key] for key in ("targets", "filters", "preprocess", "bpe")})
-    out.update({key: model[key] for key in ("model", "train", "embed", "ablations")})
-    out["laser"] = {"name": name, "data": model["data"], "description": model.get("description", name),
-                    "corpora": list(data.get("corpora") or [c["name"] for c in config["corpora"]]),
-                    "others": {other: {"model": m["model"], "train": m["train"],
-                                       "description": m.get("description", other)} for other, m in laser[1:]}}
-    return out
+        return None
+    name, entry = laser[0]
+    data = config["bitext_data"][entry["data"]]
+    return LaserSetup(name, entry, entry["data"], data,
+                      tuple(data.get("corpora") or [c["name"] for c in config["corpora"]]), dict(laser[1:]))
 
 
 class Plan:
     """What a validated config expands to: bitexts, language pairs, sides to preprocess."""
 
     def __init__(self, config: dict):
-        """``config``: a validated config (:func:`laser_repro.config.schema.validate`); ``self.config`` is it
-        resolved (:func:`resolve`: the LASER model's sections where its stages read
-        them). A config without ``bitext_data`` is taken as resolved already."""
-        self.config = resolve(config) if "bitext_data" in config else config
+        """``config``: a validated config (:func:`laser_repro.config.schema.validate`), read as it is written:
+        the LASER stages read their model's sections through :attr:`laser_setup`."""
+        self.config = config
+        self.laser_setup = laser_setup(config)
 
     @cached_property
     def corpora(self) -> dict[str, dict]:
@@ -145,14 +162,18 @@ class Plan:
 
     @property
     def laser(self) -> bool:
-        """The config trains a LASER model (a model of family laser; its sections resolved by
-        :func:`resolve`)."""
-        return "laser" in self.config
+        """The config trains a LASER model (a model of family laser)."""
+        return self.laser_setup is not None
 
     @property
     def laser_name(self) -> str | None:
         """The LASER model's name in `models` (its base variant: results/<run>/models/<name>/), or None."""
-        return self.config["laser"]["name"] if self.laser else None
+        return self.laser_setup.name if self.laser else None
+
+    @cached_property
+    def family_entries(self) -> dict[str, dict]:
+        """The models of `models` of the other families, as configured (no seed replicates): name -> entry."""
+        return {name: m for name, m in self.config["models"].items() if m["family"] != "laser"}
 
     # -- seed replicates (config `seeds`) ----------------------------------------------------------------
     @property
@@ -177,7 +198,7 @@ class Plan:
         out = {}
         for name in self._configured_variants:
             out.update(dict.fromkeys(self._replicates_of(name, self.variant_seed(name)), name))
-        for name, m in self.config.get("models", {}).items():
+        for name, m in self.family_entries.items():
             out.update(dict.fromkeys(self._replicates_of(name, m["train"]["seed"]), name))
         return out
 
@@ -217,7 +238,7 @@ class Plan:
         """The models of the other families (`models`), each followed by its seed replicates (its settings
         with another ``train.seed``): name -> settings."""
         out = {}
-        for name, m in self.config.get("models", {}).items():
+        for name, m in self.family_entries.items():
             out[name] = m
             for replicate, seed in self._replicates_of(name, m["train"]["seed"]).items():
                 out[replicate] = {**m, "train": {**m["train"], "seed": seed}}
@@ -402,7 +423,7 @@ class Plan:
         if not (self.laser and flores):
             return {}
         out = dict.fromkeys(self.laser_models, "laser")
-        for name, m in self.config.get("models", {}).items():
+        for name, m in self.family_entries.items():
             data = self.nway_data[m["data"]]
             first = data["corpus"] if isinstance(data["corpus"], str) else data["corpus"][0]
             if first == flores["corpus"] and list(data["valid"].get("heldout_lines", [])) == list(flores["heldout_lines"]):
@@ -415,9 +436,9 @@ class Plan:
         a LASER model)."""
         if not self.laser:
             return []
-        aligned = set(self.config["laser"]["corpora"])
+        aligned = set(self.laser_setup.corpora)
         return [b for corpus in self.config["corpora"] if corpus["name"] in aligned
-                for b in corpus_bitexts(corpus, self.config["targets"])]
+                for b in corpus_bitexts(corpus, self.targets)]
 
     @cached_property
     def pairs(self) -> list[tuple[str, str]]:
@@ -429,7 +450,8 @@ class Plan:
 
     @property
     def targets(self) -> list[str]:
-        return list(self.config.get("targets", []))
+        """The LASER model's decoder targets (its bitext_data entry's), [] without one."""
+        return list(self.laser_setup.data["targets"]) if self.laser else []
 
     @property
     def tatoeba_languages(self) -> list[str]:
@@ -487,12 +509,12 @@ class Plan:
     # -- ablation variants (Tables 5-7) ------------------------------------------------------------
     @cached_property
     def base(self) -> Variant:
-        return Variant(self.laser_name, tuple(sorted(self.config["model"].items())), tuple(self.pairs))
+        return Variant(self.laser_name, tuple(sorted(self.laser_setup.entry["model"].items())), tuple(self.pairs))
 
     @property
     def other_laser_models(self) -> dict[str, dict]:
-        """The LASER models after the first, on the same bitext_data entry: name -> {model, train, description}."""
-        return dict(self.config["laser"].get("others", {})) if self.laser else {}
+        """The LASER models after the first, on the same bitext_data entry: name -> entry."""
+        return dict(self.laser_setup.others) if self.laser else {}
 
     @property
     def laser_models(self) -> list[str]:
@@ -501,23 +523,22 @@ class Plan:
 
     def laser_description(self, name: str) -> str:
         """A LASER model's description (an ablation variant's: the base model's)."""
-        other = self.other_laser_models.get(name)
-        return other["description"] if other else self.config["laser"]["description"]
+        return self.laser_setup.description(name)
 
     def variant_train(self, name: str) -> dict:
         """The train section a LASER variant trains with: its own (another LASER model's) or the base
         model's, with a seed replicate's seed."""
         variant = self.variants[name]
-        train = dict(variant.train) if variant.train else dict(self.config["train"])
+        train = dict(variant.train) if variant.train else dict(self.laser_setup.entry["train"])
         return train if variant.seed is None else {**train, "seed": variant.seed}
 
     def variant_seed(self, name: str) -> int:
         """The configured training seed of a configured LASER variant (its train section's)."""
         variant = self._configured_variants[name]
-        return int(dict(variant.train)["seed"]) if variant.train else int(self.config["train"]["seed"])
+        return int(dict(variant.train)["seed"]) if variant.train else int(self.laser_setup.entry["train"]["seed"])
 
     def _variant(self, name: str, *, model=None, pairs=None, nli_weight: int = 0) -> Variant:
-        merged = {**self.config["model"], **(model or {})}
+        merged = {**self.laser_setup.entry["model"], **(model or {})}
         return Variant(name, tuple(sorted(merged.items())), tuple(pairs or self.pairs), nli_weight)
 
     @cached_property
@@ -527,7 +548,7 @@ class Plan:
         Tables 5-7 (paper_values/laser_2019/paper_tables5_7_ablations.csv)."""
         if not self.laser:
             return {}
-        ablations = self.config.get("ablations", {})
+        ablations = self.laser_setup.entry.get("ablations", {})
         rows: dict[str, list[AblationRow]] = {}
         if "depth" in ablations:
             rows["depth"] = [AblationRow(f"layers{n}", f"{n} layer{'s' if n > 1 else ''}",
@@ -587,4 +608,4 @@ class Plan:
     def nli_settings(self, variant: Variant) -> dict | None:
         if not variant.nli_weight:
             return None
-        return {"weight": variant.nli_weight, "hidden_dim": self.config["ablations"]["nli"]["hidden_dim"]}
+        return {"weight": variant.nli_weight, "hidden_dim": self.laser_setup.entry["ablations"]["nli"]["hidden_dim"]}

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from laser_repro.config.plan import Plan, corpus_code, resolve
+from laser_repro.config.plan import Plan, corpus_code, laser_setup
 from laser_repro.core import languages
 from laser_repro.core.errors import ConfigError
 from laser_repro.data.corpora import EVALUATION_ONLY_SETS, evaluation_set_named
@@ -284,7 +284,7 @@ def validate(config: dict, *, source: str | None = None, schema_path: Path | str
     config.setdefault("opus", {})
     _fill_defaults(config, schema, schema)
     _check_laser_entries(config, source, origin)
-    _check_semantics(resolve(config), source, origin)
+    _check_semantics(config, source, origin)
     return config
 
 
@@ -481,12 +481,14 @@ def _check_sacrebleu_download(corpus: dict, run_targets, where: str) -> int:
 
 def _model_key(config: dict) -> str:
     """The key of the LASER model in the user's config (messages about its sections)."""
-    return f"models.{config['laser']['name']}" if "laser" in config else "models.<laser model>"
+    setup = laser_setup(config)
+    return f"models.{setup.name}" if setup else "models.<laser model>"
 
 
 def _data_key(config: dict) -> str:
     """The key of the LASER model's bitext_data entry in the user's config."""
-    return f"bitext_data.{config['laser']['data']}" if "laser" in config else "bitext_data.<data>"
+    setup = laser_setup(config)
+    return f"bitext_data.{setup.data_name}" if setup else "bitext_data.<data>"
 
 
 def _check_semantics(config: dict, source: str, origin: Origin | None = None) -> None:
@@ -496,11 +498,12 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         except languages.UnknownLanguageError as err:
             raise ConfigError(f"{source}: {where}: {err}") from None
 
-    run_targets = config.get("targets", [])
+    setup = laser_setup(config)
+    run_targets = list(setup.data["targets"]) if setup else []
     for i, code in enumerate(run_targets):
         known(code, f"{_data_key(config)}.targets[{i}]")
     names = set()
-    aligned = set(config.get("laser", {}).get("corpora", []))
+    aligned = set(setup.corpora) if setup else set()
     for c, corpus in enumerate(config["corpora"]):
         where = f"corpora[{c}] ({corpus['name']})"
         targets = run_targets if corpus["name"] in aligned else []  # LASER's bitexts align its corpora only
@@ -548,7 +551,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
     _check_models(config, source, origin or Origin(), known)
     _check_seeds(config, source, origin or Origin())
     _check_reproduces(config, source, origin or Origin())
-    if "laser" not in config:  # no LASER model: the rest checks its sections
+    if setup is None:  # no LASER model: the rest checks its sections
         if config.get("flores_eval"):
             raise ConfigError(f"{source}: flores_eval: scores the LASER model (a model of family laser), "
                               f"which this config has not; the other families are scored on their nway_data validation lines")
@@ -569,12 +572,12 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
         if code not in BUCC_LANGUAGES:
             raise ConfigError(f"{source}: evaluation.bucc.languages[{i}]: BUCC 2018 has only "
                               f"{sorted(BUCC_LANGUAGES)} (paired with English), not {code!r}")
-    ablations = config.get("ablations", {})
+    ablations = setup.entry.get("ablations", {})
     for i, code in enumerate(ablations.get("languages", {}).get("subset", [])):
         known(code, f"{_model_key(config)}.ablations.languages.subset[{i}]")
     if "languages" in ablations:
         subset = ablations["languages"]["subset"]
-        absent = [t for t in config["targets"] if t not in subset]
+        absent = [t for t in run_targets if t not in subset]
         if absent:
             raise ConfigError(f"{source}: {_model_key(config)}.ablations.languages.subset: must contain the targets "
                               f"of its data; {absent} missing")
@@ -586,8 +589,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                           "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: {_data_key(config)}: no (source, target) pair with source != target")
-    trains = {config["laser"]["name"]: config["train"],
-              **{name: m["train"] for name, m in config["laser"].get("others", {}).items()}}
+    trains = {setup.name: setup.entry["train"], **{name: m["train"] for name, m in setup.others.items()}}
     for name, train in trains.items():
         _check_laser_train(train, f"models.{name}.train", config, source, origin or Origin())
     flores = config.get("flores_eval")
@@ -608,7 +610,7 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
             if code not in corpus["languages"] or code == "eng":
                 raise ConfigError(f"{source}: flores_eval.curves.languages[{i}]: {code!r} must be a non-English "
                                   f"language of corpus {corpus['name']!r} (its held-out lines are binarized)")
-        if "eng" not in corpus["languages"] and "eng" not in config["targets"]:
+        if "eng" not in corpus["languages"] and "eng" not in run_targets:
             raise ConfigError(f"{source}: flores_eval: English, the pivot, must be a language of {corpus['name']!r}")
 
 
@@ -635,11 +637,7 @@ def _check_seeds(config: dict, source: str, origin: Origin) -> None:
     seeds = config.get("seeds") or []
     if len(seeds) < 2:
         return
-    configured = ([(["models", config["laser"]["name"], "train", "seed"], config["train"]["seed"])]
-                  if "laser" in config else [])
-    configured += [(["models", name, "train", "seed"], m["train"]["seed"])
-                   for name, m in config.get("laser", {}).get("others", {}).items()]
-    configured += [(["models", name, "train", "seed"], m["train"]["seed"]) for name, m in config.get("models", {}).items()]
+    configured = [(["models", name, "train", "seed"], m["train"]["seed"]) for name, m in config["models"].items()]
     for path, seed in configured:
         if seed not in seeds:
             raise ConfigError(f"{origin.locate(['seeds']) or source}: seeds: {seeds} does not list {_key_path(path)} "
@@ -674,13 +672,13 @@ def _check_reproduces(config: dict, source: str, origin: Origin) -> None:
                 if name in laser:
                     if not config.get("flores_eval"):
                         fail(path, f"LASER model {name!r} is scored on FLORES only with flores_eval")
-                elif name in config.get("models", {}):
+                elif name in plan.family_entries:
                     if name not in compared:
                         fail(path, f"model {name!r} is not validated on flores_eval's held-out lines (its nway_data "
                                    f"valid.heldout_lines of the flores_eval corpus): not the same sentences")
                 else:
                     fail(path, f"{name!r} is neither a LASER model of this run ({', '.join(laser) or 'none'}) nor a "
-                               f"model of `models` ({', '.join(config.get('models', {})) or 'none'})")
+                               f"model of `models` ({', '.join(plan.family_entries) or 'none'})")
                 model = laser.get(name, name)
                 if trained.get(model, key) != key:
                     fail(path, f"{name!r} is the same model on both sides")
@@ -719,8 +717,9 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
         absent = [code for code in ["eng", *un["languages"]] if code not in corpus["languages"]]
         if absent:
             fail(["evaluation", "un", "languages"], f"{absent} not among the languages of corpus {un['corpus']!r}")
-    laser_models = set(Plan(config).variant_aliases)
-    for name, model in config.get("models", {}).items():
+    plan = Plan(config)
+    laser_models = set(plan.variant_aliases)
+    for name, model in plan.family_entries.items():
         if name in laser_models:
             fail(["models", name], f"the name of a LASER model of this run (results/<run>/models/{name}/)")
         data = config.get("nway_data", {}).get(model["data"])

@@ -1,5 +1,5 @@
 """Where the run's files are: the paths under results/<run>/ that rules read and the helpers name (a
-name or a wildcard pattern such as "{variant}" gives the file or the pattern)."""
+name or a wildcard pattern such as "{model}" gives the file or the pattern)."""
 from __future__ import annotations
 
 from laser_repro.models import registry
@@ -16,7 +16,7 @@ class Layout:
         """A bitext's Moses shards (one for an N-way corpus: its pairs take the lines of moses_lines)."""
         if corpus in self.nway_corpus_names:
             return 1
-        return self.plan.corpora[corpus].get("shards") or self.cfg["preprocess"]["shards"]
+        return self.plan.corpora[corpus].get("shards") or self.laser_data["preprocess"]["shards"]
 
     def tok_shards(self, corpus, src, tgt, lang):
         n = self.shards_of(corpus)
@@ -78,11 +78,11 @@ class Layout:
         return f"{self.run}/eval/tfidf/europarl_{src}-{tgt}.json"
 
     def encoder_file(self, w):
-        return f"{self.run}/models/{w.variant}/encoder.pt"
+        return f"{self.run}/models/{w.model}/encoder.pt"
 
     def init_encoder_file(self, w):
         """The same encoder at update 0 (the random-initialization baseline of the similarity tables)."""
-        return f"{self.run}/models/{w.variant}/encoder_init.pt"
+        return f"{self.run}/models/{w.model}/encoder_init.pt"
 
     def flores_texts(self, kind, langs=None):
         """kind raw or bpe: the held-out and training-sample lines of every FLORES language (and English)."""
@@ -101,10 +101,10 @@ class Layout:
         return [f"{self.run}/bin/{split}.{src}-{tgt}.{lang}.{ext}"
                 for src, tgt in (self.plan.pairs if pairs is None else pairs) for lang in (src, tgt) for ext in ("bin", "idx")]
 
-    def emb(self, task, name, lang, variant="{variant}", init=False):
-        """Embeddings of one evaluation text by one variant's encoder (a pattern when variant is not given);
+    def emb(self, task, name, lang, model="{model}", init=False):
+        """Embeddings of one evaluation text by one model's encoder (a pattern when model is not given);
         init: by the same encoder at update 0 (rule eval_embed_init)."""
-        return f"{self.run}/eval/{task}/{variant}/{'emb_init' if init else 'emb'}/{name}.{lang}.npy"
+        return f"{self.run}/eval/{task}/{model}/{'emb_init' if init else 'emb'}/{name}.{lang}.npy"
 
     def _direction_files(self, name, kind, directions, encoder):
         return {f"{s}-{t}": f"{self.run}/eval/models/{name}/{kind}_{s}-{t}_{encoder}.json" for s, t in directions}

@@ -31,7 +31,7 @@ class Models:
         return not self.variants[variant].nli_weight or self.task_ready("xnli")
 
     def train_inputs(self, w):
-        variant = self.variants[w.variant]
+        variant = self.variants[w.model]
         files = {"bin": self.binarized_files(variant.pairs), "dict": f"{self.run}/bin/dict.txt"}
         if self.flores:  # held-out pairs: the loss on the learning curves
             files["valid"] = self.binarized_files([p for p in variant.pairs if p in self.plan.curve_pairs], split="valid")
@@ -111,10 +111,10 @@ class Models:
 
     def eval_lowercase(self, name):
         """Whether a model's input text is lowercased: its data's setting."""
-        return self.cfg["preprocess"]["lowercase"] if name in self.variants else self.nway[self.family_models[name]["data"]]["lowercase"]
+        return self.laser_data["preprocess"]["lowercase"] if name in self.variants else self.nway[self.family_models[name]["data"]]["lowercase"]
 
     def eval_max_tokens_arg(self, name):
-        return f"--max-tokens {int(self.cfg['embed']['max_tokens'])}" if name in self.variants else ""
+        return f"--max-tokens {int(self.laser_model['embed']['max_tokens'])}" if name in self.variants else ""
 
     def laser_models(self):
         return [name for name in self.variants if self.buildable(name)]

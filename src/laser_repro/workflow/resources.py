@@ -38,7 +38,7 @@ class Resources:
 
     def eval_threads(self, w):
         """Threads of a task's scoring jobs (mining, classifiers): the LASER model's embed.threads, else 2."""
-        return self.cfg["embed"]["threads"] if "embed" in self.cfg else 2
+        return self.laser_model["embed"]["threads"] if self.laser else 2
 
     def conda_env(self, gpus, where):
         """The conda file of a job given `gpus` GPUs (`where`: the config key saying so): the CPU one, or for

@@ -42,6 +42,9 @@ class WorkflowRun(Layout, Sources, Resources, Models, Tasks, Tables, Targets, Sh
         self.data_root = cfg.get("data_root")
         self.laser = plan.laser  # the config has a model of family laser (its data: the bitext_data entry it names)
         self.laser_name = plan.laser_name  # that model (its base variant), results/<run>/models/<name>/
+        # its entry of `models` and its bitext_data entry ({} without a LASER model), as the config writes them
+        self.laser_model = dict(plan.laser_setup.entry) if plan.laser else {}
+        self.laser_data = dict(plan.laser_setup.data) if plan.laser else {}
         # N-way corpora (line i the same sentence in every language file): each language file is Moses-
         # preprocessed once (rule moses_lines), for every pair LASER extracts and every nway_data entry
         self.nway_corpus_names = [n for n, c in plan.corpora.items() if c.get("layout") == "nway"]

@@ -59,6 +59,17 @@ class Shell:
             value = value.get(part) if isinstance(value, dict) else None
         return value
 
+    def laser_keys(self, *sections):
+        """The dotted config keys of LASER settings, as the config writes them: "preprocess.lowercase" ->
+        "bitext_data.<data>.preprocess.lowercase", "embed.max_tokens" -> "models.<base>.embed.max_tokens"
+        (laser_repro.config.plan.LaserSetup.key; the section names themselves without a LASER model)."""
+        setup = self.plan.laser_setup
+        return [setup.key(s) if setup else s for s in sections]
+
+    def laser_model_keys(self):
+        """The config keys of every LASER model's entry (what LASER's training depends on, ablations included)."""
+        return [f"models.{name}" for name in self.plan.laser_models]
+
     def logged(self, cmd, keys=(), sources=False):
         """The shell command of a rule: `cmd`, one ``laser-repro SUBCOMMAND ...``, with its stdout and stderr
         sent to the rule's log and, once it succeeded, a provenance record beside every output

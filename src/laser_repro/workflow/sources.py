@@ -135,8 +135,8 @@ class Sources:
             files = {"zip": self.opus_zip(w.corpus, w.src, w.tgt)}
         elif c["layout"] == "nway":  # with the sides' Moses lines, taken for the kept pairs (extract_nway_bitext)
             files = {"src_file": self.local_corpus_file(w.corpus, w.src), "tgt_file": self.local_corpus_file(w.corpus, w.tgt),
-                     "moses_src": self.moses_file(w.corpus, w.src, self.cfg["preprocess"]["lowercase"]),
-                     "moses_tgt": self.moses_file(w.corpus, w.tgt, self.cfg["preprocess"]["lowercase"])}
+                     "moses_src": self.moses_file(w.corpus, w.src, self.laser_data["preprocess"]["lowercase"]),
+                     "moses_tgt": self.moses_file(w.corpus, w.tgt, self.laser_data["preprocess"]["lowercase"])}
         else:  # layout bitext: one pair of files per language pair
             files = {side: self.local_corpus_file(w.corpus, lang, (w.src, w.tgt))
                      for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
@@ -163,7 +163,7 @@ class Sources:
         for key in ("first_n", "max_pairs"):
             if c.get(key):
                 args += [f"--{key.replace('_', '-')}", c[key]]
-        filters = self.cfg["filters"]
+        filters = self.laser_data["filters"]
         args += ["--max-chars", filters["max_chars"]]
         if filters.get("max_ratio"):
             args += ["--max-ratio", filters["max_ratio"]]
@@ -335,6 +335,6 @@ class Sources:
 
     def bpe_apply_inputs(self, w):
         files = {"codes": f"{self.run}/bpe/codes", "shards": self.pair_tok_shards(w)}
-        if self.cfg["preprocess"]["dedup_pairs"]:
+        if self.laser_data["preprocess"]["dedup_pairs"]:
             files["keep"] = f"{self.run}/bpe/keep/{w.src}-{w.tgt}.npy"
         return files

@@ -50,7 +50,7 @@ class Targets:
             return []
         return [*self.laser_paper_tables(), *self.flores_targets(), *rules.ablations.input, f"{self.run}/metrics.json"]
 
-    def laser_data(self):
+    def laser_data_files(self):
         """The LASER data stage: binarized training (and held-out) pairs, the dictionary, MultiNLI for Table 6."""
         if not self.laser:
             return []

@@ -136,8 +136,8 @@ class Tasks:
         return out
 
     def xnli_classify_inputs(self, w):
-        langs = self.task_languages("xnli", w.variant)
-        v = w.variant
+        langs = self.task_languages("xnli", w.model)
+        v = w.model
         files = {"train": [self.emb("xnli", "train-p", "eng", v), self.emb("xnli", "train-h", "eng", v),
                            f"{self.run}/eval/xnli/labels/train.eng.tsv"],
                  "dev": [self.emb("xnli", "dev-p", "eng", v), self.emb("xnli", "dev-h", "eng", v),
@@ -148,7 +148,7 @@ class Tasks:
         return files
 
     def mldoc_classify_inputs(self, w):
-        v = w.variant
+        v = w.model
         files = {"train": [self.emb("mldoc", "train", "eng", v), f"{self.run}/eval/mldoc/docs/train.eng.tsv"],
                  "dev": [self.emb("mldoc", "dev", "eng", v), f"{self.run}/eval/mldoc/docs/dev.eng.tsv"]}
         for lang in self.task_languages("mldoc", v):
@@ -156,7 +156,8 @@ class Tasks:
         return files
 
     def variant_scores(self, variant):
-        """The score files of every task that can run, for one variant: the inputs of its metrics."""
+        """The score files of every task that can run, for one LASER variant (a model: its name): the inputs of
+        its metrics."""
         files = {"tatoeba": [f"{self.run}/tatoeba/{variant}/scores/{lang}.json" for lang in self.plan.tatoeba_seen]}
         if self.task_ready("bucc"):
             files["bucc"] = [f"{self.run}/eval/bucc/{variant}/scores/{xx}.json" for xx in self.evaluation["bucc"]["languages"]]

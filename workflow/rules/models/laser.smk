@@ -27,7 +27,7 @@ rule binarize_pair:
                " --train-prefix {params.prefix:q} --dict {input.dict:q} --dest {params.dest:q} --workers {threads}")
 
 
-# One model per variant (results/{run}/models/{variant}/): "base" is the model of Tables 1-4, 8, 9;
+# One model per variant (results/{run}/models/{model}/): "base" is the model of Tables 1-4, 8, 9;
 # the ablation variants of Tables 5-7 differ from it in one setting (laser_repro.config.Plan.variants).
 # The checkpoint directory is deliberately not an output: Snakemake deletes outputs before a job
 # runs, and a rerun must resume from checkpoint_last.pt. checkpoint_final.pt marks completion.
@@ -37,11 +37,11 @@ rule binarize_pair:
 # the retried job resumes from it.
 # Besides the final checkpoint: the model at update 0 (same seed; the random-encoder baseline) and, with
 # flores_eval, the learning curves measured during training (laser_repro.models.laser.curves).
-TRAIN_OUTPUTS = {"final": "results/{run}/models/{variant}/checkpoint_final.pt",
-                 "initial": "results/{run}/models/{variant}/checkpoint_init.pt",
-                 "record": "results/{run}/models/{variant}/model_record.json"}
+TRAIN_OUTPUTS = {"final": "results/{run}/models/{model}/checkpoint_final.pt",
+                 "initial": "results/{run}/models/{model}/checkpoint_init.pt",
+                 "record": "results/{run}/models/{model}/model_record.json"}
 if W.flores:
-    TRAIN_OUTPUTS["curves"] = "results/{run}/models/{variant}/curves.jsonl"
+    TRAIN_OUTPUTS["curves"] = "results/{run}/models/{model}/curves.jsonl"
 
 
 rule laser_train:
@@ -50,39 +50,39 @@ rule laser_train:
     output:
         **TRAIN_OUTPUTS,
     log:
-        "results/{run}/logs/{variant}/train.log",
+        "results/{run}/logs/{model}/train.log",
     benchmark:
-        "results/{run}/benchmarks/{variant}/train.tsv"
+        "results/{run}/benchmarks/{model}/train.tsv"
     params:
         data=lambda w, input: os.path.dirname(input.dict),
         # beside checkpoint_final.pt, not an output (see above)
         save_dir=lambda w, output: os.path.join(os.path.dirname(output.final), "checkpoints"),
         curves=lambda w, output: f"--curves {shlex.quote(output.curves)}" if W.flores else "",
         # wildcards only: Snakemake records (and compares on a rerun) only params that take no input/output
-        config_json=lambda w: W.shell_quote_json(W.model_train_settings(w.variant)),
+        config_json=lambda w: W.shell_quote_json(W.model_train_settings(w.model)),
         launcher=lambda w, resources: "srun" if resources.get("mpi") else "local",
     threads: workflow.cores
     resources:
         mem_mb=16000,
         runtime=7200,
-        **W.gpu_resources(W.cfg["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus"),  # one node, or several with srun (laser_repro.core.slurm)
+        **W.gpu_resources(W.laser_model["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus"),  # one node, or several with srun (laser_repro.core.slurm)
     conda:
-        W.conda_env(W.cfg["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus")
+        W.conda_env(W.laser_model["train"]["gpus"] if W.laser else 0, f"models.{W.laser_name}.train.gpus")
     shell:
         W.logged("laser-repro train --data {params.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} {params.curves} --threads {threads}"
                " --launcher {params.launcher:q} --settings {params.config_json}",
-               keys=["model", "train", "targets", "ablations", "flores_eval", "laser"])
+               keys=[*W.laser_keys("targets"), *W.laser_model_keys(), "flores_eval"])
 
 
 rule laser_export:  # the encoder file names the BPE codes of its data (embed refuses others)
     input:
-        checkpoint="results/{run}/models/{variant}/checkpoint_final.pt",
+        checkpoint="results/{run}/models/{model}/checkpoint_final.pt",
         codes="results/{run}/bpe/codes",
     output:
-        "results/{run}/models/{variant}/encoder.pt",
+        "results/{run}/models/{model}/encoder.pt",
     log:
-        "results/{run}/logs/{variant}/export.log",
+        "results/{run}/logs/{model}/export.log",
     conda:
         "../../envs/laser.yaml"
     shell:
@@ -91,12 +91,12 @@ rule laser_export:  # the encoder file names the BPE codes of its data (embed re
 
 use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
     input:
-        checkpoint="results/{run}/models/{variant}/checkpoint_init.pt",
+        checkpoint="results/{run}/models/{model}/checkpoint_init.pt",
         codes="results/{run}/bpe/codes",
     output:
-        "results/{run}/models/{variant}/encoder_init.pt",
+        "results/{run}/models/{model}/encoder_init.pt",
     log:
-        "results/{run}/logs/{variant}/export_init.log",
+        "results/{run}/logs/{model}/export_init.log",
 
 
 # Table 6: the MultiNLI pairs of the XNLI classifier (evaluation.xnli's sample), BPE'd and binarized
@@ -119,7 +119,7 @@ rule nli_binarize:
         "results/{run}/logs/binarize/nli.log",
     params:
         prefix=lambda w, output: output[0].removesuffix(".premise.bin"),
-        lowercase=lambda w: "" if W.cfg["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
     conda:
         "../../envs/laser.yaml"
     shell:
@@ -127,7 +127,7 @@ rule nli_binarize:
                " --codes {input.codes:q} {params.lowercase} --premise {output.premise_bpe:q}"
                " --hypothesis {output.hypothesis_bpe:q} --labels {input.labels:q} --dict {input.dict:q}"
                " --dest-prefix {params.prefix:q}",
-               keys=["preprocess", "evaluation.xnli"])
+               keys=[*W.laser_keys("preprocess"), "evaluation.xnli"])
 
 
 rule laser:  # `snakemake laser`: the LASER models: the paper's tables, FLORES, the ablations, metrics.json
