@@ -91,8 +91,10 @@ def test_every_result_file_has_a_provenance_record(toy):
     missing = [str(p.relative_to(work)) for p in results if not p.with_name(p.name + ".prov.json").exists()]
     assert results and missing == []
     rec = json.loads((work / "results" / "toy" / "models" / "nli1" / "checkpoint_final.pt.prov.json").read_text())
-    assert rec["rule"] == "laser_train" and rec["config"]["ablations"]["nli"]["weights"] == [0, 1]
-    assert rec["config"]["model"]["encoder_layers"] == 1
+    # the config values by their keys in the config: the LASER model's entry, its data's targets
+    assert rec["rule"] == "laser_train" and rec["config"]["models.base"]["ablations"]["nli"]["weights"] == [0, 1]
+    assert rec["config"]["models.base"]["model"]["encoder_layers"] == 1
+    assert rec["config"]["bitext_data.toy.targets"] == ["eng", "spa"]
     label = "results/toy/bin/nli/train.label.npy"
     assert rec["inputs"][label]["sha256"] == hashlib.sha256((work / label).read_bytes()).hexdigest()
     assert rec["code"]["version"] and set(rec["libraries"]) >= {"torch", "fairseq", "numpy", "sacremoses"}

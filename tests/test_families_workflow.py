@@ -350,7 +350,7 @@ def test_a_second_laser_model_on_the_same_data_trains_alone(families, tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     counts = _job_counts(out.split("Job stats:", 1)[1])
-    assert counts.get("laser_train") == 1 and "variant=wide" in out and "bpe_learn" not in counts
+    assert counts.get("laser_train") == 1 and "model=wide" in out and "bpe_learn" not in counts
     assert counts.get("compare_task") == len(["tatoeba", "un", "bucc", "xnli", "mldoc", "wmt", "europarl"])
     assert counts.get("compare_flores") == 1 and "models/wide/checkpoint_final.pt" in out
 

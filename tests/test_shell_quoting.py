@@ -127,7 +127,7 @@ def test_rules_run_on_data_under_a_hostile_directory(hostile_data, tmp_path):
     assert rec["rule"] == "extract_nway_bitext" and rec["log"] == "results/toy/logs/corpora/toy_nway/deu-eng.log"
     raw = str(data_root / "flores200-dev" / "deu_Latn.dev")
     moses = "results/toy/moses/toy_nway/deu.lower"
-    assert rec["inputs"][raw]["sha256"] and rec["inputs"][moses]["sha256"] and set(rec["config"]) == {"corpora", "filters"}
+    assert rec["inputs"][raw]["sha256"] and rec["inputs"][moses]["sha256"] and set(rec["config"]) == {"corpora", "bitext_data.toy.filters"}
     assert '"written": 340' in (work / rec["log"]).read_text()  # the step's own log lines, in its log
     bitext = (work / "results/toy/corpora/toy_nway/deu-eng.deu").read_text().splitlines()
     assert bitext == Path(raw).read_text().splitlines()[:340]
