@@ -512,3 +512,16 @@ def test_every_method_of_the_run_is_tested():
     text = Path(__file__).read_text(encoding="utf-8")
     public = {n for n in dir(WorkflowRun) if not n.startswith("_")} - {"from_snakemake"}
     assert sorted(n for n in public if f".{n}" not in text) == []
+
+
+def test_table_model_specs(compare):
+    """The --models of the family tables and the FLORES comparison: one spec per configured model (column),
+    the seed replicates' files inside it."""
+    multienc = compare.multienc_table_models()
+    assert [m["name"] for m in multienc] == compare.tabled(compare.multienc)
+    assert all(m["paper_rows"] and len(m.get("seed_replicates", [])) == len(compare.plan.seeds) - 1 for m in multienc)
+    labse = compare.labse_table_models()
+    assert [m["name"] for m in labse] == compare.tabled(compare.labse) and all("pretrained" in m for m in labse)
+    models = compare.compare_models()
+    assert [m["name"] for m in models] == list(compare.compare_columns())
+    assert {m["family"] for m in models} == {"laser", "multienc", "labse", "bisent2vec"}

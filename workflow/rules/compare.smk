@@ -24,9 +24,7 @@ rule compare_flores:
     params:
         laser=lambda w: [f"{n}={p}" for n, p in W.compare_scores("flores-xsim")],
         similarity=lambda w: [f"{n}={p}" for n, p in W.compare_scores("similarity")],
-        models=lambda w: W.shell_quote_json([{"name": n, "family": c["family"], "description": c["description"],
-                                            **({SEED_REPLICATES: c[SEED_REPLICATES]} if SEED_REPLICATES in c else {})}
-                                           for n, c in W.compare_columns().items()]),
+        models=lambda w: W.shell_quote_json(W.compare_models()),
         langs=lambda w: list(W.plan.flores_languages),
         heldout=lambda w: list(W.flores["heldout_lines"]),
         run=W.cfg["run_name"],

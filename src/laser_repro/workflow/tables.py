@@ -96,6 +96,28 @@ class Tables:
                 replicates[k]["scores"].append(path)
         return out
 
+    def compare_models(self):
+        """--models of compare-flores: each column's name, family, description and seed replicates' files."""
+        return [{"name": n, "family": c["family"], "description": c["description"],
+                 **({SEED_REPLICATES: c[SEED_REPLICATES]} if SEED_REPLICATES in c else {})}
+                for n, c in self.compare_columns().items()]
+
+    def multienc_table_models(self):
+        """--models of multienc-tables (paper 004's Tables 1-4): each configured model's rows of the paper and
+        its seed replicates' similarity files."""
+        return [{"name": name, "description": self.multienc[name].get("description", name),
+                 "paper_rows": list(self.multienc[name]["paper_rows"]),
+                 **self.seed_replicate_specs(name, lambda r: {"similarity": f"{self.run}/eval/models/{r}/similarity.json"})}
+                for name in self.tabled(self.multienc)]
+
+    def labse_table_models(self):
+        """--models of labse-table2 (paper 003's Table 2): each configured model's row, whether it was
+        pre-trained, its result files and its seed replicates'."""
+        return [{"name": name, "description": self.labse[name].get("description", name),
+                 "paper_row": self.labse[name]["paper_row"], "pretrained": self.labse[name]["pretrain"]["enabled"],
+                 **self.labse_result_files(name), **self.seed_replicate_specs(name, self.labse_result_files)}
+                for name in self.tabled(self.labse)]
+
     def compare_scores(self, heldout):
         """The first seed's score files of the FLORES comparison's columns whose family's held-out scores are
         of format ``heldout`` (laser_repro.models.declaration.HELDOUT_FORMATS), as (column, file) pairs."""

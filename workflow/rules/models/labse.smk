@@ -148,11 +148,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
     log:
         "results/{run}/logs/labse_tables.log",
     params:
-        models=lambda w: W.shell_quote_json([
-            {"name": name, "description": W.labse[name].get("description", name), "paper_row": W.labse[name]["paper_row"],
-             "pretrained": W.labse[name]["pretrain"]["enabled"], **W.labse_result_files(name),
-             **W.seed_replicate_specs(name, W.labse_result_files)}
-            for name in W.tabled(W.labse)]),
+        models=lambda w: W.shell_quote_json(W.labse_table_models()),
         tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
                                          *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
         records=lambda w: W.model_records_arg(W.labse),

@@ -51,11 +51,7 @@ rule multienc_tables:  # paper 004, Tables 1-4: the paper's values, ours, the ba
         "results/{run}/logs/multienc_tables.log",
     params:
         out_dir=lambda w, output: os.path.dirname(output[0]),
-        models=lambda w: W.shell_quote_json([{"name": name, "description": W.multienc[name].get("description", name),
-                                            "paper_rows": list(W.multienc[name]["paper_rows"]),
-                                            **W.seed_replicate_specs(name, lambda r: {
-                                                "similarity": f"{W.run}/eval/models/{r}/similarity.json"})}
-                                           for name in W.tabled(W.multienc)]),
+        models=lambda w: W.shell_quote_json(W.multienc_table_models()),
         records=lambda w: W.model_records_arg(W.multienc),
     conda:
         "../../envs/laser.yaml"
