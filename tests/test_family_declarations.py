@@ -62,7 +62,7 @@ def test_every_family_answers_the_workflow(name, compare_run):
     import json
 
     run, decl = compare_run, registry.declaration(name)
-    models = [n for n in [*run.variants, *run.family_models] if run.family_of(n) == name]
+    models = [n for n in [*run.variants, *run.family_models] if run.plan.family(n) == name]
     assert models and run.compared_tasks(), f"config/compare.yaml has no model of family {name}"
     for model in models:
         settings = decl.train_settings(run, model)

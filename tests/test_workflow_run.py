@@ -461,10 +461,10 @@ def test_family_targets(compare, small):
 
 
 def test_family_of_and_models_of(compare):
-    assert compare.family_of("base") == "laser" and compare.declaration_of("base").heldout == "flores-xsim"
+    assert compare.plan.family("base") == "laser" and compare.declaration_of("base").heldout == "flores-xsim"
     for family in compare.families():
         models = compare.models_of(family)
-        assert models and all(compare.family_of(n) == family for n in models)
+        assert models and all(compare.plan.family(n) == family for n in models)
     assert sum(len(compare.models_of(f)) for f in compare.families()) == len(compare.family_models)
 
 

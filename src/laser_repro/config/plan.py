@@ -226,8 +226,9 @@ class Plan:
                 for c in self.config.get("reproduces") or []]
 
     def family(self, name: str) -> str:
-        """A configured model's family: laser for a LASER variant (by its ablation name), else its `models` entry's."""
-        return "laser" if name in self.variant_aliases else self.config["models"][name]["family"]
+        """A trained model's family: laser for a LASER variant (by its name or its ablation name; seed replicates
+        too), else its `models` entry's (a seed replicate's: its model's)."""
+        return "laser" if name in self.variant_aliases or name in self.variants else self.models[name]["family"]
 
     def configured(self, names) -> list[str]:
         """``names`` without the seed replicates: the models a table has a row or column for."""

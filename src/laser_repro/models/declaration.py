@@ -118,11 +118,10 @@ class FamilyDeclaration:
     def evaluation_files(self, run: Any, names: Sequence[str]) -> list[str]:
         """Every score and baseline file of these models (`snakemake evaluate`): the similarity error of each
         and its N-way data's TF-IDF baseline (the learning curves'), and what the family's tables read."""
-        files = [f"{run.run}/eval/models/{name}/similarity.json" for name in names]
+        files = [self.heldout_scores_file(run, name) for name in names]
         return files + sorted({f"{run.run}/eval/nway/{run.family_models[name]['data']}/tfidf.json" for name in names})
 
     def targets(self, run: Any, names: Sequence[str]) -> list[str]:
         """What the main command builds for these models: each configured model's learning curves and its
         similarity error on its data's held-out lines (and update 0's), and the family's tables."""
-        return [p for name in run.tabled(names)
-                for p in (run.curves_figure(name), f"{run.run}/eval/models/{name}/similarity.json")]
+        return [p for name in run.tabled(names) for p in (run.curves_figure(name), self.heldout_scores_file(run, name))]

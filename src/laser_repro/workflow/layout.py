@@ -3,6 +3,7 @@ name or a wildcard pattern such as "{model}" gives the file or the pattern)."""
 from __future__ import annotations
 
 from laser_repro.models import registry
+from laser_repro.workflow.targets import TABLE_FORMATS
 
 
 class Layout:
@@ -49,8 +50,6 @@ class Layout:
 
     def paper_table_files(self, paper, tables):
         """Each table's files (every format of TABLE_FORMATS) of one paper, under results/tables/<run>/<paper>/."""
-        from laser_repro.workflow.targets import TABLE_FORMATS
-
         return [f"{self.tables_dir}/{paper}/{table}.{ext}" for table in tables for ext in TABLE_FORMATS]
 
     def labse_tokenizer(self, name):

@@ -52,16 +52,9 @@ class Models:
             settings["model"]["nli_hidden_dim"] = nli["hidden_dim"]
         return settings
 
-    def family_of(self, name):
-        """A trained model's family: laser for a LASER variant (by its name or its ablation name; seed
-        replicates too), else its `models` entry's."""
-        if self.laser and (name in self.variants or name in self.plan.variant_aliases):
-            return "laser"
-        return self.family_models[name]["family"]
-
     def declaration_of(self, name):
-        """What a trained model's family declares (laser_repro.models.declaration)."""
-        return registry.declaration(self.family_of(name))
+        """What a trained model's family (laser_repro.config.Plan.family) declares (laser_repro.models.declaration)."""
+        return registry.declaration(self.plan.family(name))
 
     def families(self):
         """The families of the models of `models` (LASER's: its own rules), in the registry's order."""
@@ -86,7 +79,7 @@ class Models:
         import json
 
         names = sorted(set(names))
-        return json.dumps({n: {"family": self.family_of(n),
+        return json.dumps({n: {"family": self.plan.family(n),
                                "record": self.model_record_file(n), "settings": self.model_train_settings(n)} for n in names},
                           sort_keys=True)
 

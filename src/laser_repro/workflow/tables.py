@@ -107,7 +107,7 @@ class Tables:
         its seed replicates' similarity files."""
         return [{"name": name, "description": self.multienc[name].get("description", name),
                  "paper_rows": list(self.multienc[name]["paper_rows"]),
-                 **self.seed_replicate_specs(name, lambda r: {"similarity": f"{self.run}/eval/models/{r}/similarity.json"})}
+                 **self.seed_replicate_specs(name, lambda r: {"similarity": self.heldout_scores_file(r)})}
                 for name in self.tabled(self.multienc)]
 
     def labse_table_models(self):

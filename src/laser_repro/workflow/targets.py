@@ -11,22 +11,26 @@ TABLE_FORMATS = ("md", "csv", "tex")
 class Targets:
     """Part of :class:`laser_repro.workflow.run.WorkflowRun` (its attributes are set there)."""
 
+    def _declared(self, question, families=None):
+        """The files a question of the declarations (``targets``, ``data_files``, ``evaluation_files``) names for
+        the models of `models` of each family (default: every family of the config), in the registry's order."""
+        return [p for f in (families or self.families()) if self.models_of(f)
+                for p in getattr(registry.declaration(f), question)(self, list(self.models_of(f)))]
+
     def family_targets(self, family=None):
         """What the main command builds for the models of `models` (of one family, or of every family): each
         family's tables and learning curves, as it declares them (laser_repro.models.declaration)."""
-        return [p for f in ([family] if family else self.families()) if self.models_of(f)
-                for p in registry.declaration(f).targets(self, list(self.models_of(f)))]
+        return self._declared("targets", [family] if family else None)
 
     def family_data(self):
         """The data stage of the models of `models`: what each family's models read, as it declares."""
-        return [p for f in self.families() for p in registry.declaration(f).data_files(self, list(self.models_of(f)))]
+        return self._declared("data_files")
 
     def family_evaluation(self):
         """Every score and baseline file of the models of `models` (the `evaluate` target, so that the tables
         stage writes nothing but tables), as each family declares: similarity, the curves' TF-IDF, what their
         paper tables read."""
-        return list(dict.fromkeys(p for f in self.families()
-                                  for p in registry.declaration(f).evaluation_files(self, list(self.models_of(f)))))
+        return list(dict.fromkeys(self._declared("evaluation_files")))
 
     def flores_targets(self):
         """What the main command builds for FLORES: the table and one learning-curve figure per model."""
