@@ -629,7 +629,7 @@ class _RangeServer:
         self.if_range = True  # honours If-Range (False: a 206 even when the validator does not match)
         self.range_from: int | None = None  # a faulty server: its 206 starts at this byte, whatever was asked
         self.on_cut = None  # called after the first response was cut (e.g. to change the file)
-        self.requests: list[dict] = []  # {path, range, if_range, status, sent}
+        self.requests: list[dict] = []  # {path, range, if_range, status, sent: body bytes of the response}
         self.release = threading.Event()
         self.lock = threading.Lock()
         self.url = ""
@@ -695,9 +695,11 @@ def range_server():
             cut = first and state.cut_after is not None
             if cut:
                 chunk = chunk[: state.cut_after]
+            # recorded before writing: the client may read the last byte (and the test go on) before this
+            # thread runs its next line
+            entry["sent"] = len(chunk)
             self.wfile.write(chunk)
             self.wfile.flush()
-            entry["sent"] = len(chunk)
             if cut:
                 if state.stall:
                     state.release.wait(30)
