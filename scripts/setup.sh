@@ -8,7 +8,7 @@
 # Blackwell on drivers >= 580. `--cuda auto` asks nvidia-smi and the driver of this machine (a GPU node).
 # 12.x come from PyTorch's wheel index (download.pytorch.org), 13.0 is PyPI's default Linux wheel.
 # --dry-run prints the commands instead of running them.
-# Three stages because fairseq-fixed must be built --no-build-isolation against the already-installed
+# Stages because fairseq-fixed must be built --no-build-isolation against the already-installed
 # torch/cython/numpy; the constraints pin torch for every stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +62,7 @@ run "${PIP[@]}" -r workflow/envs/requirements-build.txt
 # extensions against that toolkit, which need not match torch's; LASER needs none of them.
 run env -u CUDA_HOME -u CUDA_PATH "${PIP[@]}" --no-build-isolation -r workflow/envs/requirements-fairseq.txt
 run "${PIP[@]}" -r workflow/envs/requirements.txt -r "workflow/envs/requirements-$VARIANT.txt"
+run "${PIP[@]}" --no-deps -r workflow/envs/requirements-nodeps.txt
 # fairseq-fixed declares torchaudio, whose newest wheel (2.11) is built for another torch and fails to load;
 # nothing here uses it (fairseq imports it only in its speech tasks), but transformers imports any installed one
 run .venv/bin/python -m pip uninstall --disable-pip-version-check -q -y torchaudio
@@ -71,7 +72,7 @@ run "${PIP[@]}" --no-deps --no-build-isolation -e .
 # where PYTHONDONTWRITEBYTECODE is set; a changed file is compiled anew, its .pyc ignored)
 run .venv/bin/python -m compileall -q src/laser_repro
 [ -z "$DRY" ] || exit 0
-.venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, numba, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
+.venv/bin/python -c 'import torch, fairseq, transformers.models.bert, tokenizers, sentencepiece, sentence_transformers, mteb, laser_encoders, numba, snakemake, sacremoses, jieba, fugashi, ipadic, faiss, sacrebleu, matplotlib, dvc, laser_repro; fugashi.GenericTagger(ipadic.MECAB_ARGS + " -Owakati").parse("日本語"); print("laser-repro environment ready: torch", torch.__version__, "fairseq", fairseq.__version__)'
 if [ "$VARIANT" = gpu ]; then  # a CPU wheel found first (a local wheel directory, a pip config) ends here
     .venv/bin/python -c 'import sys, torch, faiss; assert torch.version.cuda, "torch %s is a CPU build: pip found a CPU wheel first (see pip config list)" % torch.__version__; assert torch.version.cuda.startswith(sys.argv[1] + ".") or torch.version.cuda == sys.argv[1], "torch %s is built for CUDA %s, not %s" % (torch.__version__, torch.version.cuda, sys.argv[1]); assert hasattr(faiss, "StandardGpuResources"), "faiss has no GPU support"; print("GPU build: CUDA", torch.version.cuda, "- run .venv/bin/laser-repro doctor on a GPU node")' "$CUDA"
 fi

@@ -110,13 +110,15 @@ def test_setup_gpu_installs_the_chosen_cuda_build(tmp_path, build):
     done = _setup(tmp_path, "--gpu", "--cuda", build.cuda, "--dry-run")
     assert done.returncode == 0, done.stderr
     pips = [line for line in done.stdout.splitlines() if " pip install " in line]
-    assert len(pips) == 4 and all(f"-c workflow/envs/constraints-gpu-{build.tag}.txt" in line for line in pips), pips
+    assert len(pips) == 5 and all(f"-c workflow/envs/constraints-gpu-{build.tag}.txt" in line for line in pips), pips
     index = f"--extra-index-url https://download.pytorch.org/whl/{build.tag}"
     assert all((index in line) == (build.major == 12) for line in pips), pips
     # fairseq is built without a login node's CUDA toolkit: its setup.py compiles CUDA extensions with CUDA_HOME
     fairseq = [line for line in pips if "requirements-fairseq.txt" in line]
     assert fairseq and fairseq[0].startswith("env -u CUDA_HOME -u CUDA_PATH "), fairseq
     assert any("requirements-gpu.txt" in line for line in pips)
+    # laser-encoders without its dependencies (it pins sacremoses 0.1.0 and asks for a `fairseq` distribution)
+    assert any("--no-deps -r workflow/envs/requirements-nodeps.txt" in line for line in pips), pips
 
 
 @pytest.mark.parametrize("args, message", [
