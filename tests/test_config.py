@@ -39,7 +39,7 @@ def _objects_with_fixed_keys(schema, where="schema"):
         if "properties" in schema:
             yield where, schema
         for key, sub in schema.items():
-            if key not in ("default", "const", "enum", "if", "not"):  # conditions, not object definitions
+            if key not in ("default", "const", "enum", "if", "then", "else", "not"):  # conditions, not object definitions
                 yield from _objects_with_fixed_keys(sub, f"{where}.{key}")
     elif isinstance(schema, list):
         for i, sub in enumerate(schema):

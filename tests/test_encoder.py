@@ -274,6 +274,6 @@ def test_a_laser_encoder_names_its_codes_and_embed_refuses_others(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "laser_repro.cli", *embed, "--codes", str(tmp_path / "other_codes")],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert "are not the BPE codes encoder" in proc.stderr and str(tmp_path / "codes") in proc.stderr
+    assert "is not the subword model encoder" in proc.stderr and str(tmp_path / "codes") in proc.stderr
     assert not (tmp_path / "e.npy").exists()
     assert cli.main([*embed, "--codes", str(tmp_path / "codes")]) == 0 and np.load(tmp_path / "e.npy").shape[0] == 1

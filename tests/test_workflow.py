@@ -181,6 +181,16 @@ def test_toy_config_end_to_end(toy_local_run):
     assert wmt[-1]["paper_error"] == "0.54"
     xnli_scores = json.loads((run / "eval" / "xnli" / "base" / "scores.json").read_text())
     assert xnli_scores["sizes"]["train_pairs"] == 600 and xnli_scores["sizes"]["dev_pairs"] == 60
+    # which test sentences the training text holds (a default target): every test set with its rows, the
+    # held-out FLORES lines never trained on as lines (the toy generator repeats a few sentences: 3 of 60)
+    contamination = list(csv.DictReader(open(tables / "contamination.csv", encoding="utf-8")))
+    assert {r["set"] for r in contamination} == {"tatoeba", "flores_eval", "wmt", "bucc", "xnli", "mldoc"}
+    assert all(int(r["exact"]) <= int(r["normalised"]) <= int(r["sentences"]) for r in contamination if r["status"] != "no training text")
+    por = next(r for r in contamination if r["part"] == "por-eng" and r["language"] == "por")
+    assert por["status"] == "no training text" and por["exact"] == ""
+    heldout = [r for r in contamination if r["set"] == "flores_eval" and r["status"] == "ok"]
+    assert len(heldout) == 5 and all(r["sentences"] == "60" and int(r["exact"]) < 60 for r in heldout)
+    assert json.loads((tables / "contamination.json").read_text())["training"][0]["data"] == "bitext_data.toy"
     # nothing left to do on a rerun
     proc = run_snakemake(*args, "-n")
     assert proc.returncode == 0
@@ -354,7 +364,7 @@ def test_every_table_of_the_toy_run_also_exists_as_latex(toy_local_run):
     assert toy_local_run.proc.returncode == 0, (toy_local_run.proc.stdout + toy_local_run.proc.stderr)[-8000:]
     tables = toy_local_run.workdir / "results" / "tables" / "toy"
     names = {p.stem for p in tables.glob("*.md")}
-    assert names == {f"table{n}" for n in range(1, 10)} | {"wmt", "flores_xsim"}, names
+    assert names == {f"table{n}" for n in range(1, 10)} | {"wmt", "flores_xsim", "contamination"}, names
     for name in sorted(names):
         md = (tables / f"{name}.md").read_text(encoding="utf-8")
         tex = (tables / f"{name}.tex").read_text(encoding="utf-8")

@@ -88,7 +88,8 @@ def test_layout_of_model_files(small, compare):
     # every binarized pair has .bin and .idx on both sides
     files = small.binarized_files()
     assert len(files) == 4 * len(small.plan.pairs) and all(f.endswith((".bin", ".idx")) for f in files)
-    assert len(small.bpe_train_files()) == 2 * len(small.plan.pairs)
+    assert len(small.subword_train_files()) == 2 * len(small.plan.pairs)
+    assert small.subword_text("deu", "eng", "deu") == "results/small/bpe/train/deu-eng.deu"
     assert small.flores_texts("raw")[0].startswith("results/small/flores/raw/")
     labse = next(n for n, m in compare.family_models.items() if m["family"] == "labse")
     assert compare.labse_tokenizer(labse).endswith("/tokenizer.json")
@@ -119,6 +120,23 @@ def test_tok_shards_follow_the_shard_count(paper, small):
                                         for p in small.tok_shards(b.corpus, "deu", "eng", "deu")]
     inputs = small.bpe_apply_inputs(w)
     assert inputs["codes"] == "results/small/bpe/codes" and inputs["shards"] == small.pair_tok_shards(w)
+
+
+def test_subword_kind_chooses_the_text_path_and_the_files(small):
+    """subword.kind: spm (config/overlays/spm.yaml): LASER2's normalised shards in norm/, an N-way corpus's
+    language files in laser2/, the SentencePiece model as every rule's --codes; bpe keeps the paper's paths."""
+    spm = run_of(["config/small.yaml", "config/overlays/spm.yaml"], data_root=DATA)
+    assert (small.subword_kind, spm.subword_kind) == ("bpe", "spm")
+    assert small.subword_model() == "results/small/bpe/codes" and spm.subword_model() == "results/small/spm/spm.model"
+    assert small.laser_text_file("ntrex128", "deu") == small.moses_file("ntrex128", "deu", True)
+    assert spm.laser_text_file("ntrex128", "deu") == "results/small/laser2/ntrex128/deu.lower"
+    assert all("/norm/" in p for p in spm.all_tok_shards()) and all("/tok/" in p for p in small.all_tok_shards())
+    assert spm.subword_text("deu", "eng", "deu") == "results/small/spm/train/deu-eng.deu"
+    assert spm.subword_train_files() == [p.replace("/bpe/", "/spm/") for p in small.subword_train_files()]
+    w = W(src="deu", tgt="eng", lang="deu", corpus="ntrex128")
+    assert spm.bpe_apply_inputs(w)["codes"] == "results/small/spm/spm.model"
+    assert spm.extract_inputs(w)["moses_src"] == "results/small/laser2/ntrex128/deu.lower"
+    assert spm.model_codes("base") == {"codes": "results/small/spm/spm.model"}
 
 
 # ---- sources -----------------------------------------------------------------------------------------------
@@ -525,3 +543,51 @@ def test_table_model_specs(compare):
     models = compare.compare_models()
     assert [m["name"] for m in models] == list(compare.compare_columns())
     assert {m["family"] for m in models} == {"laser", "multienc", "labse", "bisent2vec"}
+
+
+# ---- contamination: the training text and test sets of the table's job -------------------------------------
+def test_contamination_training_text_and_test_sets(small, small_download, compare, tmp_path, monkeypatch):
+    """LASER: each language's pair files and their Moses shards; an nway_data entry: its corpus files without
+    the held-out lines and its Moses lines; the run's test files, an N-way entry's validation lines its own."""
+    assert small.contamination_targets() == [f"{small.tables_dir}/contamination.{ext}" for ext in ("md", "csv", "tex")]
+    (laser,) = small.contamination_training()
+    assert laser["data"] == "bitext_data.news" and laser["models"] == ["base"] and laser["entry"] == small.laser_data
+    assert "corpora/<corpus>/<src>-<tgt>.<lang>" in laser["text"] and "tok/<corpus>" in laser["normalised_text"]
+    assert set(laser["languages"]) == small.plan.trained_languages
+    rus = laser["languages"]["rus"]
+    assert {"files": ["results/small/corpora/flores200_dev/rus-eng.rus"], "skip": None} in rus["exact"]
+    assert {"files": small.tok_shards("flores200_dev", "rus", "eng", "rus"), "skip": None} in rus["normalised"]
+    assert len(rus["exact"]) == len(rus["normalised"]) == sum("rus" in (b.src, b.tgt) for b in small.plan.bitexts)
+    # data_root /data holds no WMT, BUCC or XNLI files: Tatoeba (both sides) and held-out FLORES only
+    sets = small.contamination_test_sets()
+    assert {s["set"] for s in sets} == {"tatoeba", "flores_eval"} and all(s["data"] is None for s in sets)
+    assert sets[:2] == [{"set": "tatoeba", "label": "Tatoeba v1", "part": "spa-eng", "language": lang, "data": None,
+                         "file": f"{DATA}/tatoeba-v1/tatoeba.spa-eng.{lang}"} for lang in ("spa", "eng")]
+    assert {"wmt", "bucc", "xnli", "mldoc"} <= set(small.contamination_absent())
+    assert [s["file"] for s in small_download.contamination_test_sets() if s["set"] == "wmt"] == [
+        f"results/small/eval/wmt/text/wmt12.{x}.txt" for x in ("eng", "ces", "fra", "deu", "spa")]
+    inputs = small.contamination_inputs()
+    assert len(inputs["train"]) == len(set(inputs["train"])) == 4 * len(small.plan.bitexts)
+    assert inputs["tests"] == [s["file"] for s in sets]
+    assert small.contamination_config_keys() == ["bitext_data.news", "flores_eval", "evaluation"]
+    # an nway_data entry (config/compare.yaml): the first 797 + the rest after the held-out lines, its validation set
+    nway = next(t for t in compare.contamination_training() if t["data"] == "nway_data.news5")
+    (exact,) = nway["languages"]["deu"]["exact"]
+    assert exact["skip"] == [797, 997] and exact["files"][0].endswith("deu_Latn.dev") and len(exact["files"]) == 7
+    assert nway["languages"]["deu"]["normalised"] == [{"files": ["results/compare/nway/news5/tok/train.deu"], "skip": None}]
+    assert set(nway["models"]) == {n for n, m in compare.plan.family_entries.items() if m["data"] == "news5"}
+    valid = [s for s in compare.contamination_test_sets() if s["set"] == "nway_valid"]
+    assert valid and all(s["data"] == "nway_data.news5" and s["file"].endswith(f"raw/valid.{s['language']}") for s in valid)
+    # what the rule file asks when it is read resolves no corpus path (the toy compare config has no download)
+    toy = run_of("tests/toy/compare.yaml")
+    assert toy.contamination_targets() == [f"{toy.tables_dir}/contamination.{ext}" for ext in ("md", "csv", "tex")]
+    assert toy.contamination_config_keys() == ["bitext_data.toy", "nway_data.toy", "flores_eval", "evaluation"]
+    # the spec is a content-addressed file; the request: 2 GB and 15 min until the files exist
+    monkeypatch.chdir(tmp_path)
+    spec = json.loads(Path(small.contamination_spec()).read_text())
+    assert spec["run"] == "small" and spec["training"] == json.loads(json.dumps(small.contamination_training()))
+    assert small.contamination_resources() == {"mem_mb": 2000, "runtime": 15}
+    for f in inputs["train"]:
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).write_bytes(b"x" * 1000)
+    assert small.contamination_resources() == {"mem_mb": 1000, "runtime": 5}

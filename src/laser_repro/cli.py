@@ -26,7 +26,7 @@ from laser_repro.models.labse import token_store as labse_token_store, vocab as 
 from laser_repro.models.laser import cli as laser_cli, nli_multitask
 from laser_repro.reporting import ablation, bisent2vec as bisent2vec_tables, compare, labse as labse_tables
 from laser_repro.reporting import multienc as multienc_tables
-from laser_repro.reporting import cli as reporting_cli, reproduces, task_compare
+from laser_repro.reporting import cli as reporting_cli, contamination, reproduces, task_compare
 
 
 #: Set (not "0"): as --debug, for every laser-repro command of a run (``LASER_REPRO_DEBUG=1 snakemake ...``).
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (fetch, doctor, budget, dvc_stages, slurm_requests, download, data_cli, laser_cli, nway, training, models_cli, nli_multitask,
                    labse_vocab, labse_token_store, bisent2vec_vocab, evaluation_cli, reporting_cli, bucc, xnli, mldoc, wmt, flores,
                    nway_eval, retrieval, word_translation, europarl, ablation, multienc_tables, labse_tables,
-                   bisent2vec_tables, compare, task_compare, reproduces, provenance):
+                   bisent2vec_tables, compare, task_compare, reproduces, contamination, provenance):
         module.add_cli(sub)
     return p
 

@@ -63,25 +63,6 @@ rule fairseq_dict:
         W.logged("laser-repro bpe-dict --vocab {input:q} --output {output:q}")
 
 
-rule pair_dedup:  # preprocess.dedup_pairs: the first copy of each pair of a direction (laser_repro.data.dedup)
-    input:
-        src=lambda w: W.pair_tok_shards(w, w.src),
-        tgt=lambda w: W.pair_tok_shards(w, w.tgt),
-    output:
-        keep="results/{run}/bpe/keep/{src}-{tgt}.npy",
-        stats="results/{run}/bpe/keep/{src}-{tgt}.json",
-    log:
-        "results/{run}/logs/bpe/keep/{src}-{tgt}.log",
-    params:
-        block=lambda w: W.laser_data["preprocess"]["block_lines"],
-    conda:
-        "../envs/laser.yaml"
-    shell:
-        W.logged("laser-repro pair-dedup --src-inputs {input.src:q} --tgt-inputs {input.tgt:q}"
-               " --block-lines {params.block:q} --keep {output.keep:q} --stats {output.stats:q}",
-               keys=W.laser_keys("preprocess.block_lines"))
-
-
 rule bpe_apply:
     input:
         unpack(W.bpe_apply_inputs),

@@ -203,14 +203,15 @@ rule extract_bitext:
 
 
 # A pair of an N-way corpus: the kept pairs' lines of the sides' Moses files (rule moses_lines) are its one
-# Moses shard (no preprocess_shard job: each language file is preprocessed once, not once per pair).
+# Moses shard (no preprocess_shard job: each language file is preprocessed once, not once per pair); with
+# SentencePiece, the lines of LASER2's normalisation (laser2_lines) are its one shard in norm/.
 use rule extract_bitext as extract_nway_bitext with:
     output:
         src="results/{run}/corpora/{corpus}/{src}-{tgt}.{src}",
         tgt="results/{run}/corpora/{corpus}/{src}-{tgt}.{tgt}",
         stats="results/{run}/corpora/{corpus}/{src}-{tgt}.stats.json",
-        tok_src="results/{run}/tok/{corpus}/{src}-{tgt}.{src}.000-of-001",
-        tok_tgt="results/{run}/tok/{corpus}/{src}-{tgt}.{tgt}.000-of-001",
+        tok_src=f"results/{{run}}/{W.shard_dir}/{{corpus}}/{{src}}-{{tgt}}.{{src}}.000-of-001",
+        tok_tgt=f"results/{{run}}/{W.shard_dir}/{{corpus}}/{{src}}-{{tgt}}.{{tgt}}.000-of-001",
     wildcard_constraints:
         corpus=alternatives(W.nway_corpus_names),
 

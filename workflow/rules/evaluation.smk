@@ -13,7 +13,7 @@ from laser_repro.evaluation import bucc
 rule eval_embed:
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
         encoder=W.encoder_file,
     output:
         emb="results/{run}/eval/{task}/{model}/emb/{name}.{lang}.npy",
@@ -61,7 +61,7 @@ rule download_eval:
 use rule eval_embed as eval_embed_init with:  # the same encoder at update 0 (baseline of the WMT table)
     input:
         text="results/{run}/eval/{task}/text/{name}.{lang}.txt",
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
         encoder=W.init_encoder_file,
     output:
         emb="results/{run}/eval/{task}/{model}/emb_init/{name}.{lang}.npy",
@@ -543,3 +543,36 @@ rule table3:
     shell:
         W.logged("laser-repro eval-table mldoc --run-name {wildcards.run:q} --languages {params.langs:q}"
                " {params.scores} {params.missing} --md {output.md:q} --csv {output.csv:q}")
+
+
+# ---- Contamination: which test sentences the training text holds ------------------------------------------
+# Every test file of the run (Tatoeba both sides, held-out FLORES, WMT, BUCC, XNLI, MLDoc, an N-way entry's
+# validation lines) against the training text of each data entry (LASER: the extracted pair files and their
+# Moses shards; nway_data: the training split and its Moses lines), exactly and normalised
+# (laser_repro.evaluation.contamination: 8-byte hashes, one language at a time).
+rule contamination:
+    input:
+        unpack(W.contamination_inputs),
+    output:
+        json="results/tables/{run}/contamination.json",
+        md="results/tables/{run}/contamination.md",
+        csv=report("results/tables/{run}/contamination.csv", category="Data", caption="../report/contamination.rst"),
+        tex="results/tables/{run}/contamination.tex",
+    log:
+        "results/{run}/logs/contamination.log",
+    benchmark:
+        "results/{run}/benchmarks/contamination.tsv"
+    params:
+        spec=lambda w: W.contamination_spec(),  # wildcards only: Snakemake records it, a changed spec reruns
+        sources=W.raw_sources,
+    resources:
+        # from the training text's size (laser_repro.evaluation.contamination.resources): 300 MB and 32 bytes per
+        # line of the largest language, 0.03 s per MB; measured on the default run (189 MB of pair files and
+        # shards, 637,558 lines, English 58 MB): 7.0-8.4 s, 244-249 MB peak RSS -> asks 1000 MB, 5 min
+        mem_mb=lambda w, input: W.contamination_resources(w, input)["mem_mb"],
+        runtime=lambda w, input: W.contamination_resources(w, input)["runtime"],
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        W.logged("laser-repro contamination --spec {params.spec:q} --json {output.json:q} --md {output.md:q}"
+               " --csv {output.csv:q}", keys=W.contamination_config_keys(), sources=True)

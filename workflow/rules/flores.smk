@@ -32,7 +32,7 @@ rule flores_select:
 rule flores_prepare:
     input:
         texts=W.flores_texts("raw"),
-        codes=f"{W.run}/bpe/codes",
+        codes=W.subword_model(),
     output:
         W.flores_texts("bpe"),
     log:

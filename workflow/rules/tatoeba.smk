@@ -5,7 +5,7 @@ rule tatoeba_prepare:
     input:
         xx=lambda w: W.tatoeba_test_file(w.lang, w.lang),
         eng=lambda w: W.tatoeba_test_file(w.lang, "eng"),
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
     output:
         xx="results/{run}/tatoeba/bpe/{lang}-eng.{lang}",
         eng="results/{run}/tatoeba/bpe/{lang}-eng.eng",

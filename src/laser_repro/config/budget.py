@@ -192,6 +192,14 @@ def estimate(config: dict, *, profile: dict, gpu: Optional[str] = None,
                                  f"(~{updates_per_h:,.0f} updates/h at {tokens['value']} tokens per pair, {tokens['status']})")
             elif not interval:
                 est.notes.append("no train.save_interval_updates: checkpoints at epoch ends only")
+            subword = plan.laser_setup.data["subword"]
+            if subword["kind"] == "spm":  # before training, once per run: rule spm_learn, on CPUs
+                from laser_repro.data.spm import learn_resources
+
+                need = learn_resources(subword)
+                est.notes.append(f"before it, SentencePiece learning (rule spm_learn, {subword['threads']} CPU threads, "
+                                 f"{subword['sample_sentences']:,} sampled lines): requested {need['runtime']} min, "
+                                 f"{need['mem_mb'] / 1000:.1f} GB (laser_repro.data.spm.learn_resources)")
             out.append(est)
     for name, model in plan.multienc.items():
         train = model["train"]

@@ -39,7 +39,10 @@ def stage_outputs(plan) -> dict[str, list[str]]:
     results = f"results/{run}"
     data = []
     if plan.laser:
-        data += [f"{results}/bin", f"{results}/bpe/codes", f"{results}/bpe/codes.prov.json", f"{results}/bpe/vocab"]
+        if plan.laser_setup.data["subword"]["kind"] == "spm":  # the SentencePiece model, its vocabulary and sample's statistics
+            data += [f"{results}/bin", *(f"{results}/spm/spm.{ext}" for ext in ("model", "model.prov.json", "vocab", "json"))]
+        else:
+            data += [f"{results}/bin", f"{results}/bpe/codes", f"{results}/bpe/codes.prov.json", f"{results}/bpe/vocab"]
     # the subword models and vocabularies of the N-way data, by the families that read them (rule `data`), as
     # each declares (laser_repro.models.declaration: data_dir)
     kinds = [registry.declaration(f).data_dir for f in registry.FAMILIES if f != "laser"]

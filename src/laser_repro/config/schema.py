@@ -589,6 +589,9 @@ def _check_semantics(config: dict, source: str, origin: Origin | None = None) ->
                           "(its multinli_url / multinli_path and train_max_pairs) or drop the weights > 0")
     if not any(p for p in Plan(config).pairs):
         raise ConfigError(f"{source}: {_data_key(config)}: no (source, target) pair with source != target")
+    if setup.data["subword"]["kind"] == "spm" and setup.data.get("bpe") is not None:
+        raise ConfigError(f"{source}: {_data_key(config)}.bpe: not used with subword.kind: spm (the SentencePiece "
+                          f"model's size is subword.vocab_size); remove it (bpe: null in an overlay)")
     trains = {setup.name: setup.entry["train"], **{name: m["train"] for name, m in setup.others.items()}}
     for name, train in trains.items():
         _check_laser_train(train, f"models.{name}.train", config, source, origin or Origin())

@@ -1,7 +1,8 @@
 """Command line of the training data: a local corpus's files from a sacrebleu test set
 (``sacrebleu-corpus``), bitext extraction (``extract``), Moses preprocessing
-(``preprocess``), the joint BPE (``bpe-count``, ``bpe-learn``, ``bpe-dict``, ``bpe-apply``), the
-pairs' deduplication (``pair-dedup``) and the Moses + BPE of evaluation text (``prepare-text``;
+(``preprocess``; ``--text laser2``: LASER2's language-agnostic normalisation), the joint BPE (``bpe-count``,
+``bpe-learn``, ``bpe-dict``, ``bpe-apply``) or SentencePiece (``spm-learn``, ``spm-dict``, ``spm-apply``), the
+pairs' deduplication (``pair-dedup``) and the subword text of evaluation text (``prepare-text``;
 :func:`prepare_text_file` also serves ``laser-repro embed --codes``). The fairseq binarization of the
 training data is LASER's (:mod:`laser_repro.models.laser.cli`).
 """
@@ -19,10 +20,10 @@ from laser_repro.core.textio import write_json
 log = logging.getLogger("laser_repro")
 
 
-def _preprocessor(code: str, lowercase: bool):
-    from laser_repro.data.preprocess import language_preprocessor
+def _preprocessor(code: str, lowercase: bool, text: str = "moses"):
+    from laser_repro.data.subword_text import normalizer
 
-    return language_preprocessor(code, lowercase=lowercase)
+    return normalizer(text, code, lowercase=lowercase)
 
 
 def cmd_extract(a):
@@ -74,7 +75,7 @@ def cmd_sacrebleu_corpus(a):
 def cmd_preprocess(a):
     from laser_repro.data.sharding import write_shard
 
-    preprocessor = _preprocessor(a.lang, not a.keep_case)
+    preprocessor = _preprocessor(a.lang, not a.keep_case, a.text)
     start = time.perf_counter()
     n = write_shard(a.input, a.output, int(a.shard), int(a.of), a.block_lines, preprocessor, progress=True)
     _log_rate(a.output, n, start)
@@ -84,7 +85,7 @@ def cmd_moses_lines(a):
     from laser_repro.data import corpora
 
     start = time.perf_counter()
-    n = corpora.write_moses_lines(a.input, a.output, _preprocessor(a.lang, a.case == "lower"))
+    n = corpora.write_moses_lines(a.input, a.output, _preprocessor(a.lang, a.case == "lower", a.text))
     _log_rate(a.output, n, start)
 
 
@@ -126,8 +127,9 @@ def cmd_bpe_dict(a):
 def cmd_bpe_apply(a):
     from laser_repro.data import bpe
     from laser_repro.core.textio import atomic_output
+    from laser_repro.data.subword_text import SubwordText
 
-    applier = bpe.BpeApplier(a.codes)
+    applier = SubwordText(a.codes)  # fastBPE codes (bpe-apply) or a SentencePiece model (spm-apply)
     lines = bpe.iter_input_lines(a.inputs, a.block_lines)
     if a.keep:  # one copy of each pair of the direction (preprocess.dedup_pairs)
         from laser_repro.data.dedup import kept_lines, read_keep_mask
@@ -150,6 +152,37 @@ def cmd_bpe_apply(a):
     log.info("%s: %d lines", a.output, written)
 
 
+def cmd_spm_learn(a):
+    import re
+
+    from laser_repro.data import spm
+    from laser_repro.provenance.spec_files import read_path_list
+
+    try:
+        inputs = read_path_list(a.inputs_from)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    by_lang: dict[str, list[Path]] = {}
+    for path in inputs:  # a side's shard: <corpus>/<src>-<tgt>.<lang>.<k>-of-<n> (laser_repro.data.sharding)
+        m = re.search(r"\.([a-z]{3})\.\d+-of-\d+$", path)
+        if not m:
+            raise UserError(f"spm-learn --inputs-from {a.inputs_from}: {path} is not a shard named "
+                            "<src>-<tgt>.<lang>.<k>-of-<n>: its language is unknown")
+        by_lang.setdefault(m[1], []).append(Path(path))
+    start = time.perf_counter()
+    stats = spm.learn(by_lang, a.model, vocab_size=a.vocab_size, model_type=a.model_type,
+                      character_coverage=a.character_coverage, sample_sentences=a.sample_sentences,
+                      alpha=a.sampling_alpha, seed=a.seed, threads=a.threads)
+    log.info("SentencePiece model %s in %.1fs: %s", a.model, time.perf_counter() - start, json.dumps(stats))
+
+
+def cmd_spm_dict(a):
+    from laser_repro.data import spm
+
+    stats = spm.write_fairseq_dict(a.model, a.output, a.count_from or ())
+    log.info("%s: %s", a.output, json.dumps(stats))
+
+
 def cmd_pair_dedup(a):
     from laser_repro.data import bpe
     from laser_repro.data.dedup import keep_mask, write_keep_mask
@@ -161,24 +194,24 @@ def cmd_pair_dedup(a):
     log.info("%s: %s", a.keep, stats)
 
 
-def prepare_text_file(applier, code: str, keep_case: bool, src, dst) -> None:
-    """Moses-preprocess and BPE-encode one text file into ``dst`` (atomic), streaming."""
+def prepare_text_file(subwords, code: str, keep_case: bool, src, dst) -> None:
+    """One raw text file of language ``code`` -> its subword text in ``dst`` (atomic), streaming; ``subwords``:
+    a :class:`laser_repro.data.subword_text.SubwordText` (Moses + BPE, or LASER2's normalisation + SentencePiece)."""
     from laser_repro.core.textio import atomic_output, iter_lines
 
-    preprocessor = _preprocessor(code, not keep_case)
     with atomic_output(dst) as out:
-        for encoded in applier.encode_stream(preprocessor(line) for line in iter_lines(src)):
+        for encoded in subwords.prepare(iter_lines(src), code, lowercase=not keep_case):
             out.write(encoded + "\n")
     log.info("%s -> %s", src, dst)
 
 
 def cmd_prepare_text(a):
-    """Moses-preprocess and BPE-encode evaluation files, streaming (no intermediate file)."""
-    from laser_repro.data import bpe
+    """Evaluation files -> subword text, streaming (no intermediate file)."""
+    from laser_repro.data.subword_text import SubwordText
 
     if not (len(a.lang) == len(a.input) == len(a.output)):
         raise SystemExit("prepare-text: give one --lang and --output per --input")
-    applier = bpe.BpeApplier(a.codes)
+    applier = SubwordText(a.codes)
     for code, src, dst in zip(a.lang, a.input, a.output):
         prepare_text_file(applier, code, a.keep_case, src, dst)
 
@@ -235,6 +268,9 @@ def add_cli(sub) -> None:
     s.add_argument("--of", default="1")
     s.add_argument("--block-lines", type=int, default=10000)
     s.add_argument("--keep-case", action="store_true")
+    s.add_argument("--text", choices=("moses", "laser2"), default="moses",
+                   help="moses (default): the language's Moses preprocessing; laser2: LASER2's language-agnostic "
+                        "normalisation (before SentencePiece)")
     s.set_defaults(func=cmd_preprocess)
 
     s = sub.add_parser("moses-lines", help="Moses-preprocess every line of a local corpus file (an N-way "
@@ -243,6 +279,8 @@ def add_cli(sub) -> None:
     s.add_argument("--input", required=True)
     s.add_argument("--output", required=True)
     s.add_argument("--case", required=True, choices=("lower", "cased"), help="lowercased, or the case kept")
+    s.add_argument("--text", choices=("moses", "laser2"), default="moses",
+                   help="moses (default) or laser2: LASER2's language-agnostic normalisation")
     s.set_defaults(func=cmd_moses_lines)
 
     s = sub.add_parser("bpe-count", help="word frequencies of all training text (input of bpe-learn)")
@@ -280,6 +318,36 @@ def add_cli(sub) -> None:
     s.add_argument("--keep", help="keep mask of pair-dedup (.npy): write only the lines it marks")
     s.set_defaults(func=cmd_bpe_apply)
 
+    s = sub.add_parser("spm-apply", help="apply a SentencePiece model to normalised text (preprocess --text laser2)")
+    s.add_argument("--model", dest="codes", required=True, help="the SentencePiece model (spm-learn)")
+    s.add_argument("--output", required=True, help="'-': standard output")
+    s.add_argument("--block-lines", type=int, default=10000, help="block size of sharded inputs")
+    s.add_argument("--inputs", nargs="+", required=True,
+                   help="files, concatenated; shards (NAME.KKK-of-NNN) are read back in the original order")
+    s.add_argument("--keep", help="keep mask of pair-dedup (.npy): write only the lines it marks")
+    s.set_defaults(func=cmd_bpe_apply)
+
+    s = sub.add_parser("spm-learn", help="learn the joint SentencePiece model on a language-sampled part of the "
+                                         "normalised training text")
+    s.add_argument("--inputs-from", required=True, metavar="FILE",
+                   help="JSON list of the normalised shards (<src>-<tgt>.<lang>.<k>-of-<n>: the language is in the name)")
+    s.add_argument("--model", required=True, help="output: the model (its .vocab and .json statistics beside it)")
+    s.add_argument("--vocab-size", type=int, required=True)
+    s.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")
+    s.add_argument("--character-coverage", type=float, default=0.9995)
+    s.add_argument("--sample-sentences", type=int, required=True, help="lines of the learning sample")
+    s.add_argument("--sampling-alpha", type=float, required=True,
+                   help="a language's lines are drawn with probability q**alpha / sum(q**alpha)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--threads", type=int, default=1)
+    s.set_defaults(func=cmd_spm_learn)
+
+    s = sub.add_parser("spm-dict", help="write a SentencePiece model's pieces as a fairseq dictionary")
+    s.add_argument("--model", required=True)
+    s.add_argument("--output", required=True)
+    s.add_argument("--count-from", nargs="*", help="the encoded training text: the pieces' counts (else 0)")
+    s.set_defaults(func=cmd_spm_dict)
+
     s = sub.add_parser("pair-dedup", help="mark the first copy of each sentence pair of one direction")
     s.add_argument("--src-inputs", nargs="+", required=True, help="source side, files or shards, concatenated")
     s.add_argument("--tgt-inputs", nargs="+", required=True, help="target side, in the same order")
@@ -288,8 +356,9 @@ def add_cli(sub) -> None:
     s.add_argument("--stats", required=True, help="output: pairs, kept, dropped_duplicate (JSON)")
     s.set_defaults(func=cmd_pair_dedup)
 
-    s = sub.add_parser("prepare-text", help="Moses + BPE for evaluation text")
-    s.add_argument("--codes", required=True, help="fastBPE codes file")
+    s = sub.add_parser("prepare-text", help="evaluation text -> subword text (Moses + BPE, or LASER2's normalisation "
+                                            "+ SentencePiece)")
+    s.add_argument("--codes", required=True, help="fastBPE codes or a SentencePiece model (the kind is read from the file)")
     s.add_argument("--keep-case", action="store_true")
     s.add_argument("--lang", action="append", required=True)
     s.add_argument("--input", action="append", required=True)

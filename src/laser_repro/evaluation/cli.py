@@ -76,10 +76,10 @@ def cmd_embed(a):
     encoder = SentenceEncoder.load(a.encoder, device=resolve_device(a.device))
     applier = None
     if a.codes:
-        from laser_repro.data import bpe
         from laser_repro.data.cli import prepare_text_file
+        from laser_repro.data.subword_text import SubwordText
 
-        applier = bpe.BpeApplier(a.codes)
+        applier = SubwordText(a.codes)
     for i, (path, npy) in enumerate(zip(a.input, a.output)):
         if applier is None:
             rows = embed_file(encoder, path, npy, max_tokens=a.max_tokens)

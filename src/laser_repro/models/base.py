@@ -93,12 +93,11 @@ class ModelFamily(ABC):
     uses_gpu: ClassVar[bool] = True
 
     def prepare(self, lines: Sequence[str], lang: str, *, codes, lowercase: bool = True) -> list[str]:
-        """Raw sentences -> the model's input: Moses preprocessing of ``lang`` and the BPE ``codes``."""
-        from laser_repro.data.bpe import BpeApplier
-        from laser_repro.data.preprocess import language_preprocessor
+        """Raw sentences -> the model's input: Moses preprocessing of ``lang`` and the BPE ``codes``, or LASER2's
+        normalisation and a SentencePiece model (``codes``: either file, laser_repro.data.subword_text)."""
+        from laser_repro.data.subword_text import SubwordText
 
-        preprocess = language_preprocessor(lang, lowercase=lowercase)
-        return list(BpeApplier(codes).encode_stream(preprocess(line) for line in lines))
+        return list(SubwordText(codes).prepare(lines, lang, lowercase=lowercase))
 
     @abstractmethod
     def fingerprint_settings(self, settings: Mapping) -> dict:

@@ -23,13 +23,16 @@ RECORD_KEY = "subword_model"
 
 
 def codes_record(codes_path) -> Optional[dict]:
-    """The record of a fastBPE codes file (None when there is none: data prepared without BPE)."""
+    """The record of a subword model file: fastBPE codes (kind ``fastbpe_codes``) or a SentencePiece model (kind
+    ``sentencepiece``, bitext_data.<name>.subword.kind: spm); None when there is none (data prepared without BPE)."""
     from laser_repro.core.download import sha256_file
+    from laser_repro.data.subword_text import kind_of
 
     path = Path(codes_path)
     if not path.is_file():
         return None
-    return {"kind": "fastbpe_codes", "file": str(path), "sha256": sha256_file(path)}
+    kind = {"bpe": "fastbpe_codes", "spm": "sentencepiece"}[kind_of(path)]
+    return {"kind": kind, "file": str(path), "sha256": sha256_file(path)}
 
 
 def check_codes(encoder_path, record: Optional[Mapping], codes_path) -> None:
@@ -41,7 +44,7 @@ def check_codes(encoder_path, record: Optional[Mapping], codes_path) -> None:
         return
     given = codes_record(codes_path)
     if given is None:
-        raise UserError(f"{codes_path}: no such BPE codes file (encoder {encoder_path})")
+        raise UserError(f"{codes_path}: no such subword model file (encoder {encoder_path})")
     if given["sha256"] != record["sha256"]:
-        raise UserError(f"{codes_path} (sha256 {given['sha256'][:12]}) are not the BPE codes encoder {encoder_path} "
+        raise UserError(f"{codes_path} (sha256 {given['sha256'][:12]}) is not the subword model encoder {encoder_path} "
                         f"was trained with: {record['file']} (sha256 {record['sha256'][:12]})")

@@ -13,6 +13,23 @@ class Layout:
         """An N-way corpus's language file, Moses-preprocessed (rule moses_lines)."""
         return f"{self.run}/moses/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
 
+    def laser_text_file(self, corpus, lang):
+        """An N-way corpus's language file as the LASER data's text path prepares it: Moses (rule moses_lines)
+        or, for SentencePiece, LASER2's normalisation (rule laser2_lines)."""
+        lowercase = self.laser_data["preprocess"]["lowercase"]
+        if self.subword_kind == "spm":
+            return f"{self.run}/laser2/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
+        return self.moses_file(corpus, lang, lowercase)
+
+    def subword_model(self, wildcards=None):
+        """The LASER data's subword model, which every rule preparing text for a LASER encoder passes as --codes:
+        fastBPE codes (bpe) or the SentencePiece model (spm)."""
+        return f"{self.run}/spm/spm.model" if self.subword_kind == "spm" else f"{self.run}/bpe/codes"
+
+    def subword_text(self, src, tgt, lang):
+        """One side of one pair of the LASER training text in subwords (the input of binarize_pair)."""
+        return f"{self.run}/{self.subword_kind}/train/{src}-{tgt}.{lang}"
+
     def shards_of(self, corpus):
         """A bitext's Moses shards (one for an N-way corpus: its pairs take the lines of moses_lines)."""
         if corpus in self.nway_corpus_names:
@@ -20,8 +37,9 @@ class Layout:
         return self.plan.corpora[corpus].get("shards") or self.laser_data["preprocess"]["shards"]
 
     def tok_shards(self, corpus, src, tgt, lang):
+        """One side's shards of the training text, preprocessed (Moses, or LASER2's normalisation: shard_dir)."""
         n = self.shards_of(corpus)
-        return [f"{self.run}/tok/{corpus}/{src}-{tgt}.{lang}.{k:03d}-of-{n:03d}" for k in range(n)]
+        return [f"{self.run}/{self.shard_dir}/{corpus}/{src}-{tgt}.{lang}.{k:03d}-of-{n:03d}" for k in range(n)]
 
     def all_tok_shards(self, wildcards=None):
         return [p for b in self.plan.bitexts for lang in (b.src, b.tgt) for p in self.tok_shards(b.corpus, b.src, b.tgt, lang)]
@@ -92,8 +110,8 @@ class Layout:
         langs = ["eng", *self.plan.flores_languages] if langs is None else langs
         return [f"{self.flores_dir}/{kind}/{split}.{lang}" for lang in langs for split in SPLITS]
 
-    def bpe_train_files(self):
-        return [f"{self.run}/bpe/train/{src}-{tgt}.{lang}" for src, tgt in self.plan.pairs for lang in (src, tgt)]
+    def subword_train_files(self, wildcards=None):
+        return [self.subword_text(src, tgt, lang) for src, tgt in self.plan.pairs for lang in (src, tgt)]
 
     def binarized_files(self, pairs=None, split="train"):
         """The binarized pairs (default: all pairs of the config); split valid: their held-out FLORES lines."""

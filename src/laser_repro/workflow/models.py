@@ -92,7 +92,7 @@ class Models:
         """The BPE codes a model applies to raw text, as an input: LASER's joint codes, a multienc model's N-way
         data's (its bpe directory); none for LaBSE and Bi-Sent2Vec (their vocabulary is in the encoder file)."""
         if name in self.variants:
-            return {"codes": f"{self.run}/bpe/codes"}
+            return {"codes": self.subword_model()}
         m = self.family_models[name]
         return {"codes": f"{self.run}/nway/{m['data']}/bpe"} if self.model_text(name) == "bpe" else {}
 

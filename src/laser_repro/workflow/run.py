@@ -9,6 +9,7 @@ import os
 from laser_repro import config as run_config
 from laser_repro.core import slurm as slurm_layout
 from laser_repro.reporting.ablation import TABLES as ABLATION_TABLES
+from laser_repro.workflow.contamination import Contamination
 from laser_repro.workflow.layout import Layout
 from laser_repro.workflow.models import Models
 from laser_repro.workflow.resources import Resources
@@ -26,7 +27,7 @@ def alternatives(names) -> str:
     return "|".join(re.escape(n) for n in names) or "(?!x)x"
 
 
-class WorkflowRun(Layout, Sources, Resources, Models, Tasks, Tables, Targets, Shell):
+class WorkflowRun(Layout, Sources, Resources, Models, Tasks, Tables, Targets, Contamination, Shell):
     """One run of the workflow: `plan` (a laser_repro.config.Plan); `envs_dir`: workflow/envs; `sdm_conda`:
     Snakemake deploys conda environments; `global_resources`: the profile's (site_gpus_per_node,
     site_cpus_per_gpu describe a SLURM site's GPU nodes)."""
@@ -45,6 +46,10 @@ class WorkflowRun(Layout, Sources, Resources, Models, Tasks, Tables, Targets, Sh
         # its entry of `models` and its bitext_data entry ({} without a LASER model), as the config writes them
         self.laser_model = dict(plan.laser_setup.entry) if plan.laser else {}
         self.laser_data = dict(plan.laser_setup.data) if plan.laser else {}
+        # its subwords (bitext_data.<name>.subword.kind): bpe, the paper's Moses + fastBPE (rules/bpe.smk), or spm,
+        # LASER2's normalisation + SentencePiece (rules/spm.smk); the training text's shards are in tok/ or norm/
+        self.subword_kind = self.laser_data["subword"]["kind"] if plan.laser else "bpe"
+        self.shard_dir = {"bpe": "tok", "spm": "norm"}[self.subword_kind]
         # N-way corpora (line i the same sentence in every language file): each language file is Moses-
         # preprocessed once (rule moses_lines), for every pair LASER extracts and every nway_data entry
         self.nway_corpus_names = [n for n, c in plan.corpora.items() if c.get("layout") == "nway"]

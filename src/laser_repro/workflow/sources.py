@@ -135,8 +135,8 @@ class Sources:
             files = {"zip": self.opus_zip(w.corpus, w.src, w.tgt)}
         elif c["layout"] == "nway":  # with the sides' Moses lines, taken for the kept pairs (extract_nway_bitext)
             files = {"src_file": self.local_corpus_file(w.corpus, w.src), "tgt_file": self.local_corpus_file(w.corpus, w.tgt),
-                     "moses_src": self.moses_file(w.corpus, w.src, self.laser_data["preprocess"]["lowercase"]),
-                     "moses_tgt": self.moses_file(w.corpus, w.tgt, self.laser_data["preprocess"]["lowercase"])}
+                     "moses_src": self.laser_text_file(w.corpus, w.src),
+                     "moses_tgt": self.laser_text_file(w.corpus, w.tgt)}
         else:  # layout bitext: one pair of files per language pair
             files = {side: self.local_corpus_file(w.corpus, lang, (w.src, w.tgt))
                      for side, lang in (("src_file", w.src), ("tgt_file", w.tgt))}
@@ -334,7 +334,8 @@ class Sources:
         return "" if note is None else f"--missing {shlex.quote(note)}"
 
     def bpe_apply_inputs(self, w):
-        files = {"codes": f"{self.run}/bpe/codes", "shards": self.pair_tok_shards(w)}
+        """Inputs of bpe_apply / spm_apply: the subword model, one side's shards of every corpus, the dedup mask."""
+        files = {"codes": self.subword_model(), "shards": self.pair_tok_shards(w)}
         if self.laser_data["preprocess"]["dedup_pairs"]:
             files["keep"] = f"{self.run}/bpe/keep/{w.src}-{w.tgt}.npy"
         return files

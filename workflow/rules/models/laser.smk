@@ -6,8 +6,8 @@ import shlex
 
 rule binarize_pair:
     input:
-        src="results/{run}/bpe/train/{src}-{tgt}.{src}",
-        tgt="results/{run}/bpe/train/{src}-{tgt}.{tgt}",
+        src=lambda w: W.subword_text(w.src, w.tgt, w.src),
+        tgt=lambda w: W.subword_text(w.src, w.tgt, w.tgt),
         dict="results/{run}/bin/dict.txt",
     output:
         multiext("results/{run}/bin/train.{src}-{tgt}.{src}", ".bin", ".idx"),
@@ -75,10 +75,10 @@ rule laser_train:
                keys=[*W.laser_keys("targets"), *W.laser_model_keys(), "flores_eval"])
 
 
-rule laser_export:  # the encoder file names the BPE codes of its data (embed refuses others)
+rule laser_export:  # the encoder file names the subword model of its data (embed refuses others)
     input:
         checkpoint="results/{run}/models/{model}/checkpoint_final.pt",
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
     output:
         "results/{run}/models/{model}/encoder.pt",
     log:
@@ -92,7 +92,7 @@ rule laser_export:  # the encoder file names the BPE codes of its data (embed re
 use rule laser_export as laser_export_init with:  # the random-encoder baseline (update 0)
     input:
         checkpoint="results/{run}/models/{model}/checkpoint_init.pt",
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
     output:
         "results/{run}/models/{model}/encoder_init.pt",
     log:
@@ -106,7 +106,7 @@ rule nli_binarize:
         premises="results/{run}/eval/xnli/text/train-p.eng.txt",
         hypotheses="results/{run}/eval/xnli/text/train-h.eng.txt",
         labels="results/{run}/eval/xnli/labels/train.eng.tsv",
-        codes="results/{run}/bpe/codes",
+        codes=W.subword_model(),
         dict="results/{run}/bin/dict.txt",
     output:
         multiext("results/{run}/bin/nli/train", ".premise.bin", ".premise.idx", ".hypothesis.bin",

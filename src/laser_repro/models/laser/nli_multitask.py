@@ -17,12 +17,12 @@ def cmd_binarize_nli(a) -> None:
 
     raw = (a.premise_raw, a.hypothesis_raw)
     if any(raw):  # raw English text: Moses + the joint BPE first, into --premise / --hypothesis (kept: inputs of the record)
-        from laser_repro.data import bpe
         from laser_repro.data.cli import prepare_text_file
+        from laser_repro.data.subword_text import SubwordText
 
         if not all(raw) or not a.codes:
             raise SystemExit("binarize-nli: --premise-raw, --hypothesis-raw and --codes go together")
-        applier = bpe.BpeApplier(a.codes)
+        applier = SubwordText(a.codes)
         for src, dst in zip(raw, (a.premise, a.hypothesis)):
             prepare_text_file(applier, "eng", a.keep_case, src, dst)
     n = fairseq_bridge.binarize_nli(a.premise, a.hypothesis, a.labels, a.dict, a.dest_prefix, workers=a.workers)
