@@ -114,7 +114,7 @@ def test_normalised_files_or_the_normaliser_give_the_same_counts(handmade):
 
 def test_a_text_path_without_normalisation_counts_exact_matches_only(handmade):
     spec, _, _ = handmade
-    spec["training"][0]["entry"] = {"preprocess": {"lowercase": True}, "subword": {"kind": "spm"}}
+    spec["training"][0]["entry"] = {"preprocess": {"lowercase": True}, "subword": {"kind": "another"}}
     assert c.normalisers(spec["training"][0]["entry"]) is None
     result = c.contamination(spec)
     eng = rows_by_language(result)["eng"]
@@ -261,3 +261,12 @@ def test_the_default_run_builds_the_table_from_its_training_text_and_test_sets(t
     (all_inputs,) = [line for block in out.split("\n\n") if block.split("\n", 2)[1:2] == ["rule all:"]
                      for line in block.splitlines() if line.startswith("    input: ")]
     assert {f"results/tables/small/contamination.{ext}" for ext in ("md", "csv", "tex")} <= set(all_inputs[11:].split(", "))
+
+
+def test_spm_data_is_normalised_as_laser2_for_every_language():
+    """subword.kind: spm: the training text went through LASER2's normalisation (no tokenizer), one for all."""
+    laser2 = c.normalisers({"preprocess": {"lowercase": True}, "subword": {"kind": "spm"}})
+    assert laser2("eng")("‘Hello,’ World!") == '"hello," world!' and laser2("cmn") is laser2("eng")
+    assert "LASER2's language-agnostic normalisation" in laser2.description
+    cased = c.normalisers({"preprocess": {"lowercase": False}, "subword": {"kind": "spm"}})
+    assert cased("deu")("Guten Tag") == "Guten Tag"

@@ -56,18 +56,31 @@ def normalisers(data: Mapping) -> Callable[[str], Callable[[str], str]] | None:
 
     The text paths: Moses (LASER's, and the N-way data's): :func:`laser_repro.data.preprocess.
     language_preprocessor` with the entry's lowercasing (``preprocess.lowercase`` of a bitext_data entry,
-    ``lowercase`` of an nway_data entry). Another text path (e.g. ``subword.kind: spm``, LASER2's
-    language-agnostic normalisation) is added here, and nowhere else; until it is, None: the table counts
-    exact matches only and says why."""
+    ``lowercase`` of an nway_data entry); LASER2's (``subword.kind: spm``): its language-agnostic normalisation.
+    Another text path is added here, and nowhere else; until it is, None: the table counts exact matches only
+    and says why."""
     import functools
 
     kind = (data.get("subword") or {}).get("kind", "bpe")
-    if kind != "bpe":
+    if kind not in ("bpe", "spm"):
         return None
     if "preprocess" in data:
         lowercase, key = bool(data["preprocess"].get("lowercase", True)), "preprocess.lowercase"
     else:
         lowercase, key = bool(data.get("lowercase", True)), "lowercase"
+    if kind == "spm":  # LASER2's text path: one normalisation for every language (laser_repro.data.spm)
+        from laser_repro.data.spm import Laser2Normalizer
+
+        normaliser = Laser2Normalizer(lowercase=lowercase)
+
+        def laser2(lang: str) -> Callable[[str], str]:
+            return normaliser
+
+        laser2.description = ("LASER2's language-agnostic normalisation, the same for every language (non-printing "
+                              "characters to spaces, Moses' punctuation normalisation with its English rules, "
+                              f"{'lowercased' if lowercase else 'case kept'}; no tokenizer: subword.kind spm; "
+                              f"{key}: {'true' if lowercase else 'false'}; laser_repro.data.spm.Laser2Normalizer)")
+        return laser2
 
     @functools.lru_cache(maxsize=None)
     def of(lang: str) -> Callable[[str], str]:
