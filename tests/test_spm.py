@@ -262,3 +262,12 @@ def test_laser2_export_refuses_an_encoder_trained_on_bpe(tmp_path):
     with pytest.raises(UserError, match=r"encoder\.pt: trained on subwords of kind 'fastbpe_codes'"):
         export_laser2(encoder, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_export_command_names_what_each_format_needs(tmp_path):
+    from laser_repro import cli
+
+    with pytest.raises(SystemExit, match="--format laser2: give --encoder"):
+        cli.main(["export", "--format", "laser2", "--checkpoint", "x.pt", "--output", str(tmp_path / "o")])
+    with pytest.raises(SystemExit, match="export: give --checkpoint"):
+        cli.main(["export", "--encoder", "x.pt", "--output", str(tmp_path / "o")])
