@@ -39,3 +39,10 @@ def test_every_stage_output_is_written_by_one_stage():
         assert len(paths) == len(set(paths)), name
         nested = [(a, b) for a in paths for b in paths if a != b and b.startswith(a + "/")]
         assert not nested, (name, nested)
+
+
+def test_spm_data_versions_the_sentencepiece_model_not_bpe_codes():
+    cfg = config.load([REPO / "config" / "small.yaml", REPO / "config" / "overlays" / "spm.yaml"])
+    data = stage_outputs(config.Plan(cfg))["data"]
+    assert "results/small/spm/spm.model" in data and "results/small/spm/spm.json.prov.json" in data
+    assert not [p for p in data if "/bpe/" in p]

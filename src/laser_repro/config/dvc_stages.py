@@ -40,7 +40,8 @@ def stage_outputs(plan) -> dict[str, list[str]]:
     data = []
     if plan.laser:
         if plan.laser_setup.data["subword"]["kind"] == "spm":  # the SentencePiece model, its vocabulary and sample's statistics
-            data += [f"{results}/bin", *(f"{results}/spm/spm.{ext}" for ext in ("model", "model.prov.json", "vocab", "json"))]
+            data += [f"{results}/bin", *(f"{results}/spm/spm.{ext}{prov}" for ext in ("model", "vocab", "json")
+                                         for prov in ("", ".prov.json"))]
         else:
             data += [f"{results}/bin", f"{results}/bpe/codes", f"{results}/bpe/codes.prov.json", f"{results}/bpe/vocab"]
     # the subword models and vocabularies of the N-way data, by the families that read them (rule `data`), as
