@@ -20,7 +20,7 @@ from laser_repro.data import spm
 from laser_repro.data.subword_text import SubwordText, kind_of
 
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
-TOY_SPM = REPO / "tests" / "toy" / "spm.yaml"
+TOY_SPM = REPO / "tests" / "toy" / "overlays" / "spm.yaml"
 
 # lines written for these tests: the normaliser's cases (control and format characters, the quotes Moses
 # release 4.0 maps differently from sacremoses, no-break spaces before French punctuation, ellipses, dashes,
@@ -176,6 +176,7 @@ def test_config_subword_kind():
         schema.validate(neither, source="neither.yaml")
 
 
+@pytest.mark.skipif(not (DATA_ROOT / "flores200-dev").is_dir(), reason=f"no shared data under {DATA_ROOT}")
 def test_dry_run_of_the_default_config_with_spm_has_the_laser2_rules(tmp_path):
     from conftest import run_snakemake
 
