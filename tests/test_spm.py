@@ -150,12 +150,9 @@ def test_the_kind_is_read_from_the_file_and_recorded(tmp_path):
 
 
 def _config(*files: Path) -> dict:
-    from laser_repro.config import schema
+    from laser_repro import config
 
-    merged = {}
-    for path in files:
-        merged = schema._deep_merge(merged, yaml.safe_load(path.read_text(encoding="utf-8")))
-    return schema.validate(merged, source=" + ".join(p.name for p in files))
+    return config.load(list(files))
 
 
 def test_config_subword_kind():

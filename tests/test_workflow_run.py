@@ -131,6 +131,9 @@ def test_subword_kind_chooses_the_text_path_and_the_files(small):
     assert small.laser_text_file("ntrex128", "deu") == small.moses_file("ntrex128", "deu", True)
     assert spm.laser_text_file("ntrex128", "deu") == "results/small/laser2/ntrex128/deu.lower"
     assert all("/norm/" in p for p in spm.all_tok_shards()) and all("/tok/" in p for p in small.all_tok_shards())
+    by_lang = spm.tok_shards_by_language()  # spm_learn's input, per language
+    assert sorted(p for ps in by_lang.values() for p in ps) == sorted(spm.all_tok_shards())
+    assert all(p.split(".")[-2] == lang for lang, ps in by_lang.items() for p in ps)
     assert spm.subword_text("deu", "eng", "deu") == "results/small/spm/train/deu-eng.deu"
     assert spm.subword_train_files() == [p.replace("/bpe/", "/spm/") for p in small.subword_train_files()]
     w = W(src="deu", tgt="eng", lang="deu", corpus="ntrex128")

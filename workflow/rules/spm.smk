@@ -3,8 +3,6 @@
 # into norm/ (pair corpora, per shard) and laser2/ (an N-way corpus's language files, once for all its pairs);
 # a joint SentencePiece model learned on a language-sampled part of that text (subword.sampling_alpha,
 # subword.sample_sentences), its pieces as the fairseq dictionary, applied to every pair.
-import shlex
-
 from laser_repro.data import spm as spm_data
 from laser_repro.provenance import spec_files
 
@@ -41,7 +39,7 @@ rule laser2_shard:
     wildcard_constraints:
         corpus=alternatives(W.pair_corpus_names),
     params:
-        lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
+        lowercase=lambda w: [] if W.laser_data["preprocess"]["lowercase"] else ["--keep-case"],
         block=lambda w: W.laser_data["preprocess"]["block_lines"],
     resources:
         mem_mb=1500,
@@ -50,7 +48,7 @@ rule laser2_shard:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro preprocess --text laser2 --lang {wildcards.lang:q} --input {input:q} --output {output:q}"
-               " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase}",
+               " --shard {wildcards.k:q} --of {wildcards.n:q} --block-lines {params.block:q} {params.lowercase:q}",
                keys=W.laser_keys("preprocess"))
 
 
@@ -66,7 +64,8 @@ rule spm_learn:
     benchmark:
         "results/{run}/benchmarks/spm_learn.tsv"
     params:
-        inputs=spec_files.path_list_param("spm-learn-inputs"),  # every normalised shard: a file, not thousands of arguments
+        # every normalised shard by language: a file, not thousands of arguments
+        inputs=lambda w: spec_files.write_content_file("spm-learn-inputs", W.tok_shards_by_language()),
         vocab_size=lambda w: W.laser_data["subword"]["vocab_size"],
         model_type=lambda w: W.laser_data["subword"]["model_type"],
         coverage=lambda w: W.laser_data["subword"]["character_coverage"],
@@ -113,7 +112,7 @@ rule spm_apply:
         "results/{run}/logs/spm/apply/{src}-{tgt}.{lang}.log",
     params:
         block=lambda w: W.laser_data["preprocess"]["block_lines"],
-        keep=lambda w, input: f"--keep {shlex.quote(input.keep)}" if "keep" in input.keys() else "",
+        keep=lambda w, input: ["--keep", input.keep] if "keep" in input.keys() else [],  # a list: :q quotes each
         dedup=lambda w: W.laser_data["preprocess"]["dedup_pairs"],  # recorded: switching it rebuilds the text
     resources:
         mem_mb=1000,
@@ -121,5 +120,5 @@ rule spm_apply:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro spm-apply --model {input.codes:q} --output {output:q}"
-               " --block-lines {params.block:q} --inputs {input.shards:q} {params.keep}",
+               " --block-lines {params.block:q} --inputs {input.shards:q} {params.keep:q}",
                keys=W.laser_keys("preprocess.block_lines", "preprocess.dedup_pairs"))

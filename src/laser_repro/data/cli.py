@@ -153,22 +153,17 @@ def cmd_bpe_apply(a):
 
 
 def cmd_spm_learn(a):
-    import re
-
     from laser_repro.data import spm
-    from laser_repro.provenance.spec_files import read_path_list
+    from laser_repro.provenance.spec_files import read_json_file
 
     try:
-        inputs = read_path_list(a.inputs_from)
+        inputs = read_json_file(a.inputs_from, "--inputs-from")
     except ValueError as err:
         raise UserError(str(err)) from None
-    by_lang: dict[str, list[Path]] = {}
-    for path in inputs:  # a side's shard: <corpus>/<src>-<tgt>.<lang>.<k>-of-<n> (laser_repro.data.sharding)
-        m = re.search(r"\.([a-z]{3})\.\d+-of-\d+$", path)
-        if not m:
-            raise UserError(f"spm-learn --inputs-from {a.inputs_from}: {path} is not a shard named "
-                            "<src>-<tgt>.<lang>.<k>-of-<n>: its language is unknown")
-        by_lang.setdefault(m[1], []).append(Path(path))
+    if not isinstance(inputs, dict) or not all(isinstance(v, list) and all(isinstance(p, str) for p in v)
+                                               for v in inputs.values()):
+        raise UserError(f"spm-learn --inputs-from {a.inputs_from}: expected a JSON object language -> list of files")
+    by_lang = {lang: [Path(p) for p in paths] for lang, paths in inputs.items()}
     start = time.perf_counter()
     stats = spm.learn(by_lang, a.model, vocab_size=a.vocab_size, model_type=a.model_type,
                       character_coverage=a.character_coverage, sample_sentences=a.sample_sentences,
@@ -330,7 +325,7 @@ def add_cli(sub) -> None:
     s = sub.add_parser("spm-learn", help="learn the joint SentencePiece model on a language-sampled part of the "
                                          "normalised training text")
     s.add_argument("--inputs-from", required=True, metavar="FILE",
-                   help="JSON list of the normalised shards (<src>-<tgt>.<lang>.<k>-of-<n>: the language is in the name)")
+                   help="JSON object: language -> its normalised training files (what the workflow passes)")
     s.add_argument("--model", required=True, help="output: the model (its .vocab and .json statistics beside it)")
     s.add_argument("--vocab-size", type=int, required=True)
     s.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram")

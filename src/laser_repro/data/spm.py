@@ -26,11 +26,9 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from laser_repro.core.errors import UserError
+from laser_repro.core.textio import iter_lines
 
 log = logging.getLogger("laser_repro")
-
-#: the model's file name under results/<run>/spm/ (LASER2 ships ``laser2.spm``: the same SentencePiece model)
-MODEL_NAME = "spm.model"
 
 
 class Laser2Normalizer:
@@ -119,10 +117,9 @@ def _draws(n_lines: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _lines(files: Sequence[Path]) -> Iterator[str]:
+    """The lines of ``files`` one after the other (invalid UTF-8 named by file and line)."""
     for path in files:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            for line in f:
-                yield line.rstrip("\n")
+        yield from iter_lines(path)
 
 
 def write_sample(files_by_lang: Mapping[str, Sequence[Path]], out_path, *, sample_sentences: int, alpha: float,
@@ -209,7 +206,8 @@ def write_fairseq_dict(model_path, out_path, count_files: Sequence[Path] = ()) -
     with atomic_output(out_path) as out:
         for piece in pieces:
             out.write(f"{piece} {counts.get(piece, 0)}\n")
-    unknown = sum(c for piece, c in counts.items() if piece not in set(pieces))
+    known = set(pieces)
+    unknown = sum(c for piece, c in counts.items() if piece not in known)
     return {"pieces": len(pieces), "tokens": sum(counts.values()), "tokens_not_in_model": unknown}
 
 

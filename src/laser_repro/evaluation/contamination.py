@@ -61,37 +61,33 @@ def normalisers(data: Mapping) -> Callable[[str], Callable[[str], str]] | None:
     and says why."""
     import functools
 
+    from laser_repro.data.subword_text import TEXT_OF_KIND, normalizer
+
     kind = (data.get("subword") or {}).get("kind", "bpe")
-    if kind not in ("bpe", "spm"):
+    if kind not in TEXT_OF_KIND:
         return None
     if "preprocess" in data:
         lowercase, key = bool(data["preprocess"].get("lowercase", True)), "preprocess.lowercase"
     else:
         lowercase, key = bool(data.get("lowercase", True)), "lowercase"
-    if kind == "spm":  # LASER2's text path: one normalisation for every language (laser_repro.data.spm)
-        from laser_repro.data.spm import Laser2Normalizer
-
-        normaliser = Laser2Normalizer(lowercase=lowercase)
-
-        def laser2(lang: str) -> Callable[[str], str]:
-            return normaliser
-
-        laser2.description = ("LASER2's language-agnostic normalisation, the same for every language (non-printing "
-                              "characters to spaces, Moses' punctuation normalisation with its English rules, "
-                              f"{'lowercased' if lowercase else 'case kept'}; no tokenizer: subword.kind spm; "
-                              f"{key}: {'true' if lowercase else 'false'}; laser_repro.data.spm.Laser2Normalizer)")
-        return laser2
+    text = TEXT_OF_KIND[kind]  # the training text's path before its subwords (laser_repro.data.subword_text)
 
     @functools.lru_cache(maxsize=None)
+    def of_path(lang: str) -> Callable[[str], str]:
+        return normalizer(text, lang, lowercase=lowercase)
+
     def of(lang: str) -> Callable[[str], str]:
-        from laser_repro.data.preprocess import language_preprocessor
+        return of_path(lang if text == "moses" else "")  # LASER2's: one normaliser for every language
 
-        return language_preprocessor(lang, lowercase=lowercase)
-
-    of.description = ("the training preprocessing of the language: Moses (non-printing characters removed, "
-                      "punctuation normalised, tokenized without escaping; jieba for Chinese, MeCab for Japanese, "
-                      f"Greek romanized){', lowercased' if lowercase else ', case kept'} ({key}: "
-                      f"{'true' if lowercase else 'false'}; laser_repro.data.preprocess.language_preprocessor)")
+    case = f"{'lowercased' if lowercase else 'case kept'} ({key}: {'true' if lowercase else 'false'}"
+    if text == "laser2":
+        of.description = ("LASER2's language-agnostic normalisation, the same for every language (non-printing "
+                          "characters to spaces, Moses' punctuation normalisation with its English rules, no "
+                          f"tokenizer; subword.kind spm), {case}; laser_repro.data.spm.Laser2Normalizer)")
+    else:
+        of.description = ("the training preprocessing of the language: Moses (non-printing characters removed, "
+                          "punctuation normalised, tokenized without escaping; jieba for Chinese, MeCab for Japanese, "
+                          f"Greek romanized), {case}; laser_repro.data.preprocess.language_preprocessor)")
     return of
 
 

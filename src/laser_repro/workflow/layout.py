@@ -41,6 +41,14 @@ class Layout:
         n = self.shards_of(corpus)
         return [f"{self.run}/{self.shard_dir}/{corpus}/{src}-{tgt}.{lang}.{k:03d}-of-{n:03d}" for k in range(n)]
 
+    def tok_shards_by_language(self, wildcards=None):
+        """lang -> every training shard of that language, in config order (spm_learn samples per language)."""
+        out = {}
+        for b in self.plan.bitexts:
+            for lang in (b.src, b.tgt):
+                out.setdefault(lang, []).extend(self.tok_shards(b.corpus, b.src, b.tgt, lang))
+        return out
+
     def all_tok_shards(self, wildcards=None):
         return [p for b in self.plan.bitexts for lang in (b.src, b.tgt) for p in self.tok_shards(b.corpus, b.src, b.tgt, lang)]
 

@@ -47,9 +47,10 @@ def export_laser2(encoder_path, out_dir) -> dict:
     if not spm_model.is_file():
         raise UserError(f"{encoder_path}: its SentencePiece model {spm_model} is not there (run from the directory "
                         f"the workflow ran in)")
-    if sha256_file(spm_model) != record["sha256"]:
+    digest = sha256_file(spm_model)
+    if digest != record["sha256"]:
         raise UserError(f"{spm_model} is not the SentencePiece model {encoder_path} was trained with (sha256 "
-                        f"{sha256_file(spm_model)[:12]}, recorded {record['sha256'][:12]}): learned again since?")
+                        f"{digest[:12]}, recorded {record['sha256'][:12]}): learned again since?")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise UserError(f"{out_dir}: exists and is not empty; give a new directory")
     payload = load_model_file(encoder_path, what="encoder", rebuild="rerun its export", map_location="cpu",
