@@ -14,6 +14,7 @@ its functions, the plugin imported fairseq_bridge) ties the modules together all
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -219,3 +220,47 @@ def test_plugin_nli_classes_are_the_xnli_labels():
     from laser_repro.data.nli_labels import XNLI_LABELS
 
     assert NLI_NUM_CLASSES == len(XNLI_LABELS) == 3
+
+
+# ---- the rule files hold rules: their Python is in laser_repro.workflow ----------------------------------------
+RULE_FILES = sorted((SRC.parent / "workflow").glob("**/*.smk")) + [SRC.parent / "workflow" / "Snakefile"]
+
+
+def _multi_line_lambdas(text: str) -> list[int]:
+    """Line numbers of a ``lambda`` whose expression goes on past its line: brackets left open (outside
+    strings), or a next line that continues it (deeper, not a new ``key=`` / ``key:``; or a bare
+    if / else / for)."""
+    lines = text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if "lambda" not in line:
+            continue
+        rest = re.sub(r"\"[^\"]*\"|'[^']*'", "", line[line.index("lambda"):])  # brackets in strings do not count
+        depth = 0
+        for ch in rest:
+            depth += (ch in "([{") - (ch in ")]}")
+            if depth < 0:  # the bracket around the lambda closed: its expression ended
+                break
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        indent, next_indent = len(line) - len(line.lstrip()), len(nxt) - len(nxt.lstrip())
+        continued = nxt.strip() and ((next_indent > indent and not re.match(r"\s*(\w+\s*=|\w+:|#)", nxt))
+                                     or (next_indent == indent and re.match(r"\s*(if|else|for)\b", nxt)))
+        if depth > 0 or continued:
+            found.append(i + 1)
+    return found
+
+
+def test_rule_files_define_no_functions_and_only_one_line_lambdas():
+    problems = []
+    for path in RULE_FILES:
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.name}:{n}: def" for n, line in enumerate(text.splitlines(), 1) if re.match(r"\s*def ", line)]
+        problems += [f"{path.name}:{n}: multi-line lambda" for n in _multi_line_lambdas(text)]
+    assert not problems, "rule files hold rules and one-line lambdas (move the logic into laser_repro.workflow): " + \
+        ", ".join(problems)
+
+
+def test_the_lambda_check_finds_a_multi_line_lambda():
+    assert _multi_line_lambdas('x=lambda w: [a for a in\n    b],\ny=lambda w: f"{w.a}",\n') == [1]
+    assert _multi_line_lambdas('x=lambda w: "a"\n    if w.b else "",\n') == [1]
+    assert _multi_line_lambdas('x=lambda w: "(",\ny=1,\n') == []

@@ -197,10 +197,11 @@ def _compare_config() -> dict:
     return yaml.safe_load(COMPARE.read_text(encoding="utf-8"))
 
 
-def test_compare_config_claims_every_catalog_entry():
+def test_compare_config_claims_every_catalog_entry_with_paper_numbers():
     plan = config.Plan(config.validate(_compare_config(), source="compare"))
-    assert [c["claim"] for c in plan.reproduces] == list(reproduces.CLAIMS)
-    assert plan.reproduces[0] == {"claim": "laser_depth", "better": ["layers3"], "worse": ["base"]}
+    assert [c["claim"] for c in plan.reproduces] == [k for k, c in reproduces.CLAIMS.items() if c.evidence]
+    assert plan.reproduces[0] == {"claim": "laser_depth", "better": ["layers3"], "worse": ["base"],
+                                  "runs": {"better": None, "worse": None}}
     assert plan.seed_runs("layers3") == {1: "layers3", 2: "layers3.seed2", 3: "layers3.seed3"}
     assert plan.seed_runs("layers1")[2] == "base.seed2" and plan.family("layers1") == "laser"
 
@@ -210,6 +211,10 @@ def test_compare_config_claims_every_catalog_entry():
     (lambda c: c.update(worse="layers5"), r"reproduces\[0\]\.worse: 'layers5' is neither a LASER model"),
     (lambda c: c.update(better="layers1"), r"reproduces\[0\]\.worse: 'base' is the same model on both sides"),
     (lambda c: c.update(better=["layers3", "layers3"]), r"reproduces\.0\.better|reproduces\[0\]\.better"),
+    (lambda c: c.update(better_run="compare"), r"reproduces\[0\]\.better_run: 'compare' is this run"),
+    (lambda c: c.update(better_run="a/b"), r"reproduces\[0\]\.better_run|reproduces\.0\.better_run"),
+    (lambda c: c.update(better="base", better_run="compare_spm", worse_run="compare_spm"),
+     r"reproduces\[0\]\.worse: 'base' is the same model on both sides"),
 ])
 def test_reproduces_config_errors(change, message):
     cfg = _compare_config()
@@ -228,3 +233,25 @@ def test_reproduces_config_duplicate_and_unscored_model():
     cfg["models"]["sd_lstm_1to1"]["data"] = "news6"
     with pytest.raises(config.ConfigError, match=r"reproduces\[1\]\.worse: model 'sd_lstm_1to1' is not validated"):
         config.validate(cfg, source="compare")
+
+
+# ---- a claim the paper gives no numbers for, across two runs -----------------------------------------------
+def test_claim_without_paper_numbers_and_a_model_of_another_run(tmp_path):
+    cfg = _compare_config()
+    cfg["reproduces"] = [{"claim": "laser_subwords", "better": "base", "better_run": "compare_spm", "worse": "base"}]
+    plan = config.Plan(config.validate(cfg, source="compare"))
+    assert plan.reproduces[0]["runs"] == {"better": "compare_spm", "worse": None}
+    assert reproduces.paper_evidence("laser_subwords") == [] and reproduces.paper_direction([]) == "no numbers"
+    claims = [{"claim": "laser_subwords",
+               "better": [_cli_model(tmp_path, "base (run compare_spm)", "laser", [40.0, 41.0, 42.0], 100.0)],
+               "worse": [_cli_model(tmp_path, "base", "laser", [41.0, 42.0, 43.0], 90.0)]}]
+    md, out_csv = tmp_path / "reproduces.md", tmp_path / "reproduces.csv"
+    args = ["reproduces-table", "--claims", json.dumps(claims), "--tfidf", _write(tmp_path / "tfidf.json", TFIDF),
+            "--langs", *LANGS, "--heldout", "797", "997", "--run-name", "compare", "--md", str(md), "--csv", str(out_csv)]
+    assert cli.main([*args, "--absent", "laser_depth", "run x has not built y"]) == 0
+    text = md.read_text(encoding="utf-8")
+    assert "base (run compare_spm): 41.0 ± 1.0 (n=3)" in text and "paper: no numbers (TACL 2019 Section 6" in text
+    assert "**inconclusive**" in text and "Not measured:\n\n- **laser_depth**: run x has not built y" in text
+    line, = csv.DictReader(out_csv.open(encoding="utf-8"))
+    assert line["claim"] == "laser_subwords" and line["paper_better"] == "" and "SentencePiece" in line["paper_better_source"]
+    assert float(line["difference"]) == 1.0 and line["better"] == "base (run compare_spm)"

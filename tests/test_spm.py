@@ -21,6 +21,7 @@ from laser_repro.data.subword_text import SubwordText, kind_of
 
 DATA_ROOT = Path(os.environ.get("LASER_REPRO_DATA_ROOT", REPO.parent / "shared" / "data"))
 TOY_SPM = REPO / "tests" / "toy" / "overlays" / "spm.yaml"
+NWAY_SPM = REPO / "tests" / "toy" / "overlays" / "nway_spm.yaml"
 
 # lines written for these tests: the normaliser's cases (control and format characters, the quotes Moses
 # release 4.0 maps differently from sacremoses, no-break spaces before French punctuation, ellipses, dashes,
@@ -269,3 +270,93 @@ def test_export_command_names_what_each_format_needs(tmp_path):
         cli.main(["export", "--format", "laser2", "--checkpoint", "x.pt", "--output", str(tmp_path / "o")])
     with pytest.raises(SystemExit, match="export: give --checkpoint"):
         cli.main(["export", "--encoder", "x.pt", "--output", str(tmp_path / "o")])
+
+
+# ---- N-way data (nway_data.<name>.subword) -----------------------------------------------------------------
+def _nway_text(tok_dir: Path, n: int = 120) -> list[str]:
+    langs = ["eng", "fra", "cmn"]
+    words = {"eng": "the cat sleeps on a mat today", "fra": "le chat dort sur un tapis aujourd'hui",
+             "cmn": "猫 今天 睡 在 垫子 上"}
+    tok_dir.mkdir(parents=True)
+    for lang in langs:
+        w = words[lang].split()
+        lines = [" ".join(w[(i + k) % len(w)] for k in range(3 + i % 4)) for i in range(n)]
+        lines[7] = " ".join(["word"] * 60) if lang == "fra" else lines[7]  # over max_words: dropped in every language
+        (tok_dir / f"train.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (tok_dir / f"valid.{lang}").write_text("\n".join(lines[:10]) + "\n", encoding="utf-8")
+    return langs
+
+
+def test_nway_build_with_sentencepiece_is_deterministic_and_read_by_its_kind(tmp_path):
+    from laser_repro.data import nway
+
+    langs = _nway_text(tmp_path / "tok")
+    settings = {"kind": "spm", "vocab_size": 40, "model_type": "unigram", "sampling_alpha": 0.5,
+                "sample_sentences": 300, "character_coverage": 1.0, "seed": 1, "threads": 1}
+    stats = nway.build(tmp_path / "tok", langs, tmp_path / "a", max_words=50, spm_settings=settings)
+    nway.build(tmp_path / "tok", langs, tmp_path / "b", max_words=50, spm_settings=settings)
+    assert stats["kept"] == 119 and stats["dropped_too_long"] == 1 and stats["subword"]["vocab_size"] == 40
+    assert "merges" not in stats and stats["spm"]["sample_sentences"] == 300
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert sorted(p.name for p in a.iterdir()) == ["dict.txt", "spm.json", "spm.model", "spm.vocab", "stats.json",
+                                                   *(f"{s}.{lang}" for s in ("train", "valid") for lang in sorted(langs))]
+    for p in a.iterdir():  # the same text and settings: the same bytes
+        assert p.read_bytes() == (b / p.name).read_bytes(), p.name
+    assert nway.subword_model_file(a) == a / "spm.model" and kind_of(a / "spm.model") == "spm"
+    encoder = SubwordText(a / "spm.model")
+    assert (a / "valid.cmn").read_text(encoding="utf-8").splitlines() == list(
+        encoder.encode_stream((tmp_path / "tok" / "valid.cmn").read_text(encoding="utf-8").splitlines()))
+    assert nway.subword_model_file(tmp_path / "tok") is None
+
+
+def test_nway_spm_config_checks():
+    from laser_repro import config
+
+    toy = REPO / "tests" / "toy" / "compare.yaml"
+    plan = config.Plan(config.load([toy, NWAY_SPM], {"data_root": "/d"}))
+    assert plan.nway_subword_kind("toy_spm") == "spm" and plan.nway_data["toy_spm"]["subword"]["model_type"] == "unigram"
+    assert plan.nway_subword_kind("toy") == "bpe" and "subword" not in plan.nway_data["toy"]  # absent: bpe
+    cfg = config.load([toy, NWAY_SPM], {"data_root": "/d"})
+    cfg["nway_data"]["toy_spm"]["bpe_merges"] = 100
+    with pytest.raises(config.ConfigError, match=r"nway_data\.toy_spm\.bpe_merges: not used with subword\.kind: spm"):
+        config.validate(cfg, source="toy")
+    cfg["nway_data"]["toy_spm"].update(bpe_merges=None, subword={"kind": "bpe"})
+    with pytest.raises(config.ConfigError, match=r"nway_data\.toy_spm\.bpe_merges: expected integer"):
+        config.validate(cfg, source="toy")
+    cfg = config.load([toy, NWAY_SPM], {"data_root": "/d"})
+    cfg["models"]["toy_labse"]["data"] = "toy_spm"  # LaBSE reads Moses-tokenised words
+    with pytest.raises(config.ConfigError, match=r"models\.toy_labse\.data: nway_data\.toy_spm has subword\.kind spm"):
+        config.validate(cfg, source="toy")
+
+
+def test_toy_multienc_model_on_sentencepiece_n_way_data(tmp_path_factory):
+    """The N-way data with subword.kind spm through the real Snakemake: LASER2's lines (no Moses), the joint
+    SentencePiece model, a multienc model trained on it, exported and scored on its validation lines, which
+    went through the same text path as raw text embedded later (``embed --codes``)."""
+    from conftest import make_toy_data, run_snakemake
+
+    root = tmp_path_factory.mktemp("toy_nway_spm")
+    data_root = make_toy_data.make(root / "data")
+    work = root / "work"
+    work.mkdir()
+    proc = run_snakemake("--profile", str(REPO / "profiles" / "local"), "--configfile",
+                         str(REPO / "tests" / "toy" / "compare.yaml"), str(NWAY_SPM), "--config", f"data_root={data_root}",
+                         "--directory", str(work), "--cores", "2", "results/toy_nway_spm/eval/models/toy_all/similarity.json")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    run = work / "results" / "toy_nway_spm"
+    data = run / "nway" / "toy_spm" / "bpe"
+    assert (data / "spm.model").is_file() and not (data / "codes").exists()
+    assert not (run / "moses").exists() and (run / "laser2").is_dir()  # no Moses anywhere on this path
+    stats = yaml.safe_load((data / "stats.json").read_text())
+    assert stats["subword"]["vocab_size"] == 150 and stats["spm"]["alpha"] == 0.5
+    import torch
+
+    from laser_repro.models import subword
+
+    record = torch.load(run / "models" / "toy_all" / "encoder.pt", weights_only=True)[subword.RECORD_KEY]
+    assert record["kind"] == "sentencepiece" and record["file"].endswith("nway/toy_spm/bpe/spm.model")
+    raw = (run / "nway" / "toy_spm" / "raw" / "valid.cmn").read_text(encoding="utf-8").splitlines()
+    prepared = list(SubwordText(data / "spm.model").prepare(raw, "cmn"))
+    assert prepared == (data / "valid.cmn").read_text(encoding="utf-8").splitlines()
+    scores = yaml.safe_load((run / "eval" / "models" / "toy_all" / "similarity.json").read_text())
+    assert scores["similarity"]["sentences"] == len(raw) and set(scores["similarity"]["languages"]) >= {"eng", "cmn"}

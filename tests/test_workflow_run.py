@@ -300,6 +300,116 @@ def test_conda_env_and_threads(small, compare):
         assert compare.labse_pretrain_gpus(W(pretraining=key))[1].endswith(".pretrain.gpus")
 
 
+def test_multienc_train_gpus(compare):
+    name = next(iter(compare.multienc))
+    assert compare.multienc_train_gpus(W(model=name)) == (compare.multienc[name]["train"]["gpus"], f"models.{name}.train.gpus")
+
+
+# ---- the rules' command-line arguments (what the rule files' lambdas pass on) -------------------------------
+def test_task_arguments_quote_every_value(small, paper):
+    b = paper.evaluation["bucc"]
+    assert shlex.split(paper.bucc_mine_args()) == ["--k", "4", "--margin", "ratio", "--mode", "max", "--shard-rows",
+                                                   str(b["shard_rows"]), "--knn-device", paper.evaluation["knn_device"]]
+    langs = small.task_languages("wmt", "base")
+    test_set = small.evaluation["wmt"]["test_set"]
+    args = shlex.split(small.wmt_emb_args("base"))
+    assert args == [x for lang in langs for x in ("--emb", lang, f"results/small/eval/wmt/base/emb/{test_set}.{lang}.npy")]
+    assert all("/emb_init/" in a for a in shlex.split(small.wmt_emb_args("base", init=True))[2::3])
+    texts = [f"t e x t/{lang}" for lang in small.wmt_languages()]
+    assert shlex.split(small.wmt_text_args(texts)) == [x for lang, t in zip(small.wmt_languages(), texts)
+                                                        for x in ("--text", lang, t)]
+    class Named(list):  # Snakemake's InputFiles: a list whose files are attributes too
+        pass
+    scores = Named(["a b.json", "i.json", "t.json"])
+    scores.scores, scores.init, scores.tfidf = scores
+    assert shlex.split(small.wmt_table_scores_arg(scores)) == ["--scores", "a b.json", "--init-scores", "i.json",
+                                                               "--tfidf-scores", "t.json"]
+    assert small.wmt_table_scores_arg([]) == ""  # the data absent: the rule has no inputs
+    xnli = paper.task_languages("xnli", "base")
+    tests = {f"test_{lang}": [f"{lang} p", f"{lang} h"] for lang in xnli}
+    assert shlex.split(paper.classify_test_args("xnli", "base", tests)) == [
+        x for lang in xnli for x in ("--test", lang, f"{lang} p", f"{lang} h")]
+    cap = small.evaluation["xnli"]["train_max_pairs"]
+    assert small.multinli_cap_args() == f"--max-pairs {cap} --seed {small.laser_model['train']['seed']}"
+    uncapped = run_of("config/small.yaml", data_root=DATA)
+    uncapped.evaluation["xnli"].pop("train_max_pairs")
+    assert uncapped.multinli_cap_args() == ""
+
+
+def test_flores_arguments(small):
+    out = small.flores_prepare_args(SimpleNamespace(texts=["d/raw x.deu", "d/raw.fra"]), ["o/bpe x.deu", "o/bpe.fra"])
+    assert shlex.split(out) == ["--lang", "deu", "--input", "d/raw x.deu", "--output", "o/bpe x.deu",
+                                "--lang", "fra", "--input", "d/raw.fra", "--output", "o/bpe.fra"]
+    args = shlex.split(small.flores_languages_arg())
+    assert args[0] == "--flores-languages" and args[1:] == [
+        lang for lang in small.plan.flores_languages if lang in small.plan.trained_languages]
+    without = run_of("config/small.yaml", data_root=DATA)
+    without.flores = None  # a config without flores_eval
+    assert without.flores_languages_arg() == ""
+
+
+def test_download_arguments(paper):
+    wf = run_of("config/small.yaml")  # downloads; changed below
+    tarball, archive = next(iter(wf.plan.sacrebleu_archives.items()))
+    assert shlex.split(wf.sacrebleu_urls(tarball)) == ["--url", archive["url"], *(
+        x for u in archive["alternatives"] for x in ("--alternative", u))]
+    corpus = next(n for n, c in wf.plan.corpora.items() if "download" in c and "sacrebleu" not in c["download"])
+    assert wf.archive_sha256_arg(corpus) == ""  # sha256: null
+    wf.plan.corpora[corpus]["download"]["sha256"] = "ab cd"
+    assert wf.archive_sha256_arg(corpus) == "--sha256 'ab cd'"
+    absent = {c["corpus"]: c for c in paper.plan.corpora.values() if c["kind"] == "opus" and c.get("allow_absent_pairs")}
+    strict = [c for c in paper.plan.corpora.values() if c["kind"] == "opus" and c["corpus"] not in absent]
+    assert absent and strict
+    c = next(iter(absent.values()))
+    w = W(opus_corpus=c["corpus"], version=c["version"])
+    assert paper.opus_absent_ok_arg(w) == f"--absent-ok {paper.opus_pair_url_args(w)}" and "--pair-urls-from" in paper.opus_absent_ok_arg(w)
+    assert paper.opus_absent_ok_arg(W(opus_corpus=strict[0]["corpus"], version=strict[0]["version"])) == ""
+    b2v = run_of("config/bisent2vec_2019.yaml")
+    b2v.evaluation["europarl"]["sha256"] = {"de-en.tgz": "0123"}
+    assert b2v.europarl_sha256_arg("de") == "--sha256 0123" and b2v.europarl_sha256_arg("fr") == ""
+
+
+def test_labse_table2_inputs_and_token_ids(compare):
+    inputs = compare.labse_table2_inputs()
+    assert list(inputs) == ["tatoeba", "tfidf", "un", "un_tfidf", "records"]
+    assert inputs["records"] == [compare.model_record_file(n) for n in compare.labse]
+    if compare.labse_tatoeba_languages():
+        assert len(inputs["tatoeba"]) == 2 * len(compare.labse) and inputs["tfidf"] == ["results/compare/eval/tfidf/tatoeba.json"]
+    tfidf = compare.labse_tfidf_args(SimpleNamespace(tfidf=["t a.json"], un_tfidf=[]))
+    assert tfidf == "--tfidf-tatoeba 't a.json'"
+    assert compare.labse_tfidf_args(SimpleNamespace(tfidf=[], un_tfidf=["u.json"])) == "--tfidf-un u.json"
+    key, first = next(iter(compare.plan.labse_pretrainings.items()))
+    data = compare.labse[first]["data"]
+    assert compare.labse_token_ids(key) == f"results/compare/nway/{data}/wordpiece_ids/{compare.plan.labse_vocab(first)}"
+    data = next(iter(compare.nway))
+    files = compare.nway_tok_files(data)
+    assert len(files) == 2 * len(compare.nway[data]["languages"]) and files[0].endswith("/tok/train.eng")
+
+
+def test_nway_data_with_sentencepiece():
+    bpe = run_of("tests/toy/compare.yaml", data_root=DATA)
+    wf = run_of(["tests/toy/compare.yaml", "tests/toy/overlays/nway_spm.yaml"], data_root=DATA)
+    assert bpe.nway_data_of_kind("bpe") == ["toy"] and bpe.nway_data_of_kind("spm") == []
+    assert wf.nway_data_of_kind("spm") == ["toy_spm"] and wf.nway_data_of_kind("bpe") == ["toy"]
+    assert wf.text_file("c", "cmn", True, "spm") == "results/toy_nway_spm/laser2/c/cmn.lower"
+    assert wf.text_file("c", "cmn", False, "bpe") == wf.moses_file("c", "cmn", False) == "results/toy_nway_spm/moses/c/cmn.cased"
+    files = wf.nway_raw_inputs(W(data="toy_spm", lang="cmn"))
+    assert all("/laser2/" in f for f in files["moses"]) and all("/moses/" in f for f in bpe.nway_raw_inputs(W(data="toy", lang="cmn"))["moses"])
+    assert wf.nway_max_words_arg("toy_spm") == "--max-words 50"
+    assert wf.nway_spm_mem_mb("toy_spm") == 8000  # a 2,000-line sample: nway_bpe's floor
+    assert wf.model_codes("toy_all") == {"codes": "results/toy_nway_spm/nway/toy_spm/bpe"}
+    codes = SimpleNamespace(codes="results/toy_nway_spm/nway/toy_spm/bpe", keys=lambda: ["codes"])
+    assert wf.model_codes_arg("toy_all", codes) == "--codes results/toy_nway_spm/nway/toy_spm/bpe/spm.model"
+    assert bpe.model_codes_arg("toy_all", codes) == "--codes results/toy_nway_spm/nway/toy_spm/bpe/codes"
+
+
+def test_ablation_table_metrics(compare):
+    table = next(iter(compare.table_ablation))  # Table 5 (depth), seeds 1-3
+    rows = [r for r in compare.table_rows(table) if r["metrics"]]
+    metrics = compare.table_metrics(table)
+    assert metrics[0] == rows[0]["metrics"] and len(metrics) == 3 * len(rows) and len(set(metrics)) == len(metrics)
+
+
 # ---- models --------------------------------------------------------------------------------------------------
 def test_train_settings_of_every_family(compare):
     for name, m in compare.family_models.items():
@@ -420,6 +530,31 @@ def test_reproduces_claims_and_files(compare):
     assert all(f.endswith(".json") for f in compare.reproduces_files("scores"))
     assert all(f.endswith(".tsv") for f in compare.reproduces_files("benchmark"))
     assert compare.reproduces_model(model["name"])["family"] == model["family"]
+
+
+def test_reproduces_a_model_of_another_run(tmp_path, monkeypatch):
+    cfg = config.load([REPO / "config/compare.yaml"], {"data_root": DATA})
+    cfg["reproduces"] = [{"claim": "laser_subwords", "better": "base", "better_run": "compare_spm", "worse": "base"}]
+    wf = WorkflowRun(config.Plan(config.validate(cfg, source="compare")), envs_dir="workflow/envs")
+    monkeypatch.chdir(tmp_path)  # no run has built anything here
+    (claim, why), = wf.reproduces_absent()
+    assert claim == "laser_subwords" and why.startswith("run compare_spm has not built results/compare_spm/flores/base/")
+    assert wf.reproduces_claims() == [] and wf.reproduces_files("scores") == [] and wf.reproduces_models() == []
+    assert shlex.split(wf.reproduces_absent_args()) == ["--absent", "laser_subwords", why]
+    other = wf._other_run_files(wf.plan.reproduces[0])
+    assert all(f.startswith("results/compare_spm/") for f in other) and len(other) == 3 * 3  # scores, benchmark, record
+    for f in other:
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).write_text("{}")
+    assert wf.reproduces_absent() == [] and wf.reproduces_absent_args() == ""
+    (measured,) = wf.reproduces_claims()
+    assert measured["better"][0]["name"] == "base (run compare_spm)" and measured["worse"][0]["name"] == "base"
+    assert [r["scores"] for r in measured["better"][0]["runs"]] == [
+        f"results/compare_spm/flores/{n}/scores.json" for n in ("base", "base.seed2", "base.seed3")]
+    assert wf.reproduces_models() == ["base", "base.seed2", "base.seed3"]  # this run's: their records are checked
+    assert wf.reproduces_files("records") == [f for f in other if f.endswith("model_record.json")]
+    with pytest.raises(ValueError, match="is not a file of run compare"):
+        wf.in_run("results/other/x", "compare_spm")
 
 
 def test_ablation_table_rows(paper):

@@ -4,8 +4,6 @@
 # 7 (number of training languages), with a figure each. `snakemake variant_<name>` builds one variant.
 import shlex
 
-from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
-
 rule variant_metrics:
     input:
         unpack(lambda w: W.variant_scores(w.model)),
@@ -15,8 +13,7 @@ rule variant_metrics:
         "results/{run}/logs/{model}/metrics.log",
     params:
         files=lambda w, input: " ".join(f"--{task} {' '.join(map(shlex.quote, input[task]))}" for task in input.keys()),
-        flores_languages=lambda w: shlex.join(["--flores-languages", *(
-            lang for lang in W.plan.flores_languages if lang in W.plan.trained_languages)]) if W.flores else "",
+        flores_languages=lambda w: W.flores_languages_arg(),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -39,8 +36,7 @@ rule metrics_summary:
 
 rule ablation_table:
     input:
-        metrics=lambda w: [path for row in W.table_rows(int(w.n)) if row["metrics"] for path in
-                           [row["metrics"], *(r["metrics"] for r in row.get(SEED_REPLICATES, []))]],
+        metrics=lambda w: W.table_metrics(int(w.n)),
         records=lambda w: [W.model_record_file(name) for name in W.table_models(int(w.n))],
     output:
         md="results/tables/{run}/table{n}.md",

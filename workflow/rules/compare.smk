@@ -46,6 +46,7 @@ rule reproduces_table:
         benchmarks=lambda w: W.reproduces_files("benchmark"),
         tfidf=f"{W.run}/flores/tfidf.json",
         records=lambda w: [W.model_record_file(name) for name in W.reproduces_models()],
+        other_records=lambda w: W.reproduces_files("records"),  # another run's models (better_run / worse_run)
     output:
         md="results/tables/{run}/reproduces.md",
         csv=report("results/tables/{run}/reproduces.csv", category="Similarity search", caption="../report/table.rst"),
@@ -58,12 +59,13 @@ rule reproduces_table:
         heldout=lambda w: list(W.flores["heldout_lines"]),
         run=W.cfg["run_name"],
         records=lambda w: W.model_records_arg(W.reproduces_models()),
+        absent=lambda w: W.reproduces_absent_args(),
     conda:
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro reproduces-table --claims {params.claims} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
-               " --model-records {params.records:q}")
+               " --model-records {params.records:q} {params.absent}")
 
 
 # One table per evaluation task with a column group per model (the LASER model and every model of another

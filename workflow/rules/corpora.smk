@@ -14,8 +14,7 @@ rule download_opus:
         mirror=lambda w: f"--mirror {shlex.quote(W.cfg['opus']['mirror'])}" if W.cfg["opus"].get("mirror") else "",
         sha=W.opus_sha256_arg,
         base=W.cfg["opus"]["base_url"],
-        absent_ok=lambda w: f"--absent-ok {W.opus_pair_url_args(w)}"
-        if any(c.get("allow_absent_pairs") for c in W.plan.corpora.values() if c.get("corpus") == w.opus_corpus) else "",
+        absent_ok=W.opus_absent_ok_arg,
         retries=W.cfg["opus"]["retries"],
         deadline=W.cfg["opus"]["deadline_s"],
         sources=W.downloaded_from(W.opus_url),
@@ -41,8 +40,7 @@ rule download_archive:
     params:
         urls=lambda w: W.fetch_urls(W.plan.archive_urls(w.corpus)),
         kind=lambda w: W.plan.archive_kind_name(w.corpus),
-        sha=lambda w: f"--sha256 {shlex.quote(W.plan.corpora[w.corpus]['download']['sha256'])}"
-        if W.plan.corpora[w.corpus]["download"].get("sha256") else "",
+        sha=lambda w: W.archive_sha256_arg(w.corpus),
         retries=W.cfg["opus"]["retries"],
         deadline=W.cfg["opus"]["deadline_s"],
         sources=W.downloaded_from(lambda w: W.plan.corpora[w.corpus]["download"]["url"]),
@@ -86,8 +84,7 @@ rule join_archive_parts:
     wildcard_constraints:
         corpus=alternatives(W.parted_archives),
     params:
-        sha=lambda w: f"--sha256 {shlex.quote(W.plan.corpora[w.corpus]['download']['sha256'])}"
-        if W.plan.corpora[w.corpus]["download"].get("sha256") else "",
+        sha=lambda w: W.archive_sha256_arg(w.corpus),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -120,8 +117,7 @@ rule download_sacrebleu:  # a WMT test set's archive (sacrebleu's URL), once for
     wildcard_constraints:
         tarball=alternatives(W.plan.sacrebleu_archives),
     params:
-        urls=lambda w: W.fetch_urls([W.plan.sacrebleu_archives[w.tarball]["url"],
-                                   *W.plan.sacrebleu_archives[w.tarball]["alternatives"]]),
+        urls=lambda w: W.sacrebleu_urls(w.tarball),
         retries=W.cfg["opus"]["retries"],
         deadline=W.cfg["opus"]["deadline_s"],
         sources=W.downloaded_from(lambda w: W.plan.sacrebleu_archives[w.tarball]["url"]),

@@ -219,10 +219,7 @@ rule bucc_mine:
         split="training|test",
         model=alternatives(W.eval_models),
     params:
-        cfg=lambda w: shlex.join(str(x) for x in ("--k", W.evaluation["bucc"]["k"], "--margin", W.evaluation["bucc"]["margin"],
-                                                  "--mode", W.evaluation["bucc"]["mode"],
-                                                  "--shard-rows", W.evaluation["bucc"]["shard_rows"],
-                                                  "--knn-device", W.evaluation["knn_device"])),
+        cfg=lambda w: W.bucc_mine_args(),
     threads: W.eval_threads
     resources:
         mem_mb=8000,
@@ -332,8 +329,7 @@ if "wmt" in W.evaluation:
         wildcard_constraints:
             model=alternatives(W.eval_models),
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.model)])
-                                   for lang in W.task_languages("wmt", w.model)),
+            emb=lambda w: W.wmt_emb_args(w.model),
         conda:
             "../envs/laser.yaml"
         shell:
@@ -348,8 +344,7 @@ if "wmt" in W.evaluation:
         log:
             f"{W.run}/logs/{{model}}/eval/wmt/similarity_init.log",
         params:
-            emb=lambda w: " ".join(shlex.join(["--emb", lang, W.emb("wmt", WMT_SET, lang, w.model, init=True)])
-                                   for lang in W.task_languages("wmt", w.model)),
+            emb=lambda w: W.wmt_emb_args(w.model, init=True),
 
     rule wmt_tfidf:  # the non-learned baseline on the same sentences
         input:
@@ -360,8 +355,7 @@ if "wmt" in W.evaluation:
         log:
             f"{W.run}/logs/eval/wmt/tfidf.log",
         params:
-            texts=lambda w, input: shlex.join([x for lang, text in zip(W.wmt_languages(), input.texts)
-                                               for x in ("--text", lang, text)]),
+            texts=lambda w, input: W.wmt_text_args(input.texts),
         conda:
             "../envs/laser.yaml"
         shell:
@@ -382,8 +376,7 @@ rule table_wmt:
     params:
         missing=lambda w: W.missing_arg("wmt"),
         langs=list(W.evaluation.get("wmt", {}).get("languages", [])),
-        scores=lambda w, input: shlex.join(["--scores", input.scores, "--init-scores", input.init,
-                                            "--tfidf-scores", input.tfidf]) if input else "",
+        scores=lambda w, input: W.wmt_table_scores_arg(input),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -425,8 +418,7 @@ rule multinli_texts:
         "results/{run}/logs/eval/xnli/multinli.log",
     params:
         sources=W.raw_sources,
-        cap=lambda w: shlex.join(["--max-pairs", str(W.evaluation["xnli"]["train_max_pairs"]), "--seed", str(W.laser_model["train"]["seed"])])
-        if W.evaluation["xnli"].get("train_max_pairs") else "",
+        cap=lambda w: W.multinli_cap_args(),
     conda:
         "../envs/laser.yaml"
     shell:
@@ -446,8 +438,7 @@ rule xnli_classify:
     wildcard_constraints:
         model=alternatives(W.eval_models),
     params:
-        tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in W.task_languages("xnli", w.model)),
+        tests=lambda w, input: W.classify_test_args("xnli", w.model, input),
         config=lambda w: W.shell_quote_json(W.evaluation["xnli"]["classifier"]),
     threads: W.eval_threads
     resources:
@@ -514,8 +505,7 @@ rule mldoc_classify:
     wildcard_constraints:
         model=alternatives(W.eval_models),
     params:
-        tests=lambda w, input: " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]])
-                                        for lang in W.task_languages("mldoc", w.model)),
+        tests=lambda w, input: W.classify_test_args("mldoc", w.model, input),
         config=lambda w: W.shell_quote_json(W.evaluation["mldoc"]["classifier"]),
     threads: W.eval_threads
     conda:

@@ -1,7 +1,6 @@
 # FLORES-200 xsim against English (config flores_eval): held-out lines and a training-line sample, the
 # model beside the TF-IDF and random-init baselines; the held-out pairs binarized for the learning curves.
 import os
-import shlex
 
 
 
@@ -39,9 +38,7 @@ rule flores_prepare:
         f"{W.run}/logs/flores/prepare.log",
     params:
         lowercase=lambda w: "" if W.laser_data["preprocess"]["lowercase"] else "--keep-case",
-        args=lambda w, input, output: " ".join(
-            f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} --output {shlex.quote(dst)}"
-            for src, dst in zip(input.texts, output)),
+        args=lambda w, input, output: W.flores_prepare_args(input, output),
     conda:
         "../envs/laser.yaml"
     shell:

@@ -1,7 +1,10 @@
 # N-way data (nway_data: the multienc family): per language, the training lines and the validation
-# lines (held out of the same file, or a separate dev file), with their lines of moses_lines; then, for all
-# languages together, the length filter, the joint BPE and the vocabulary (laser_repro.data.nway).
+# lines (held out of the same file, or a separate dev file), with their lines of moses_lines (laser2_lines for
+# subword.kind: spm); then, for all languages together, the length filter, the joint BPE (nway_bpe) or
+# SentencePiece model (nway_spm) and the vocabulary (laser_repro.data.nway).
 import os
+
+from laser_repro.workflow.run import alternatives
 
 rule nway_text:
     input:
@@ -27,19 +30,20 @@ rule nway_text:
 
 rule nway_bpe:
     input:
-        lambda w: [f"{W.run}/nway/{w.data}/tok/{split}.{lang}" for lang in W.nway[w.data]["languages"]
-                   for split in ("train", "valid")],
+        lambda w: W.nway_tok_files(w.data),
     output:  # codes, vocab, dict.txt, stats.json, {train,valid}.<lang> (the languages are config)
         directory("results/{run}/nway/{data}/bpe"),
     log:
         "results/{run}/logs/nway/{data}/bpe.log",
     benchmark:
         "results/{run}/benchmarks/nway/{data}/bpe.tsv"
+    wildcard_constraints:
+        data=alternatives(W.nway_data_of_kind("bpe")),
     params:
         tok_dir=lambda w, input: os.path.dirname(input[0]),
         langs=lambda w: list(W.nway[w.data]["languages"]),
         merges=lambda w: W.nway[w.data]["bpe_merges"],
-        max_words=lambda w: f"--max-words {int(W.nway[w.data]['max_words'])}" if W.nway[w.data].get("max_words") else "",
+        max_words=lambda w: W.nway_max_words_arg(w.data),
     resources:
         mem_mb=8000,
     conda:
@@ -47,6 +51,32 @@ rule nway_bpe:
     shell:
         W.logged("laser-repro nway-bpe --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
                " --merges {params.merges:q} {params.max_words}", keys=["nway_data"])
+
+
+rule nway_spm:  # subword.kind: spm: the same directory, a SentencePiece model (spm.model) in place of the codes
+    input:
+        lambda w: W.nway_tok_files(w.data),
+    output:  # spm.model, spm.vocab, spm.json, dict.txt, stats.json, {train,valid}.<lang>
+        directory("results/{run}/nway/{data}/bpe"),
+    log:
+        "results/{run}/logs/nway/{data}/spm.log",
+    benchmark:
+        "results/{run}/benchmarks/nway/{data}/spm.tsv"
+    wildcard_constraints:
+        data=alternatives(W.nway_data_of_kind("spm")),
+    params:
+        tok_dir=lambda w, input: os.path.dirname(input[0]),
+        langs=lambda w: list(W.nway[w.data]["languages"]),
+        subword=lambda w: W.shell_quote_json(W.nway[w.data]["subword"]),
+        max_words=lambda w: W.nway_max_words_arg(w.data),
+    threads: lambda w: W.nway[w.data]["subword"]["threads"]
+    resources:
+        mem_mb=lambda w: W.nway_spm_mem_mb(w.data),
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        W.logged("laser-repro nway-spm --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
+               " --subword {params.subword} {params.max_words}", keys=["nway_data"])
 
 
 rule nway_tfidf:  # the non-learned baseline of the similarity tables, on the raw validation lines

@@ -1,6 +1,7 @@
 # Stage 2: Moses preprocessing. A pair corpus (OPUS, local bitexts): per side, as round-robin shards (one job
 # each; see laser_repro.data.sharding). An N-way corpus: per language file, once for every pair LASER extracts
-# from it (extract_nway_bitext takes its kept lines) and every nway_data entry that reads it (nway_text).
+# from it (extract_nway_bitext takes its kept lines) and every nway_data entry that reads it (nway_text); for
+# subwords of kind spm, LASER2's normalisation of that file instead (laser2_lines).
 
 
 rule moses_lines:
@@ -23,6 +24,28 @@ rule moses_lines:
     shell:
         W.logged("laser-repro moses-lines --lang {wildcards.lang:q} --case {wildcards.case:q} --input {input:q}"
                " --output {output:q}", sources=True)
+
+
+rule laser2_lines:  # LASER2's normalisation instead of Moses (subword.kind: spm of bitext_data or nway_data)
+    input:
+        lambda w: W.local_corpus_file(w.corpus, w.lang),
+    output:
+        "results/{run}/laser2/{corpus}/{lang}.{case}",
+    log:
+        "results/{run}/logs/laser2/{corpus}/{lang}.{case}.log",
+    wildcard_constraints:
+        corpus=alternatives(W.nway_corpus_names),
+        case="lower|cased",
+    params:
+        sources=W.raw_sources,
+    resources:
+        mem_mb=1500,
+        runtime=240,
+    conda:
+        "../envs/laser.yaml"
+    shell:
+        W.logged("laser-repro moses-lines --text laser2 --lang {wildcards.lang:q} --case {wildcards.case:q}"
+               " --input {input:q} --output {output:q}", sources=True)
 
 
 rule preprocess_shard:

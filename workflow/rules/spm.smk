@@ -1,32 +1,10 @@
 # Stages 2-3 with bitext_data.<name>.subword.kind: spm (LASER2; included instead of bpe.smk): LASER2's
 # language-agnostic normalisation of every line (no Moses tokenizer, jieba or MeCab; laser_repro.data.spm),
-# into norm/ (pair corpora, per shard) and laser2/ (an N-way corpus's language files, once for all its pairs);
+# into norm/ (pair corpora, per shard; an N-way corpus's language files: laser2_lines, preprocess.smk);
 # a joint SentencePiece model learned on a language-sampled part of that text (subword.sampling_alpha,
 # subword.sample_sentences), its pieces as the fairseq dictionary, applied to every pair.
 from laser_repro.data import spm as spm_data
 from laser_repro.provenance import spec_files
-
-
-rule laser2_lines:
-    input:
-        lambda w: W.local_corpus_file(w.corpus, w.lang),
-    output:
-        "results/{run}/laser2/{corpus}/{lang}.{case}",
-    log:
-        "results/{run}/logs/laser2/{corpus}/{lang}.{case}.log",
-    wildcard_constraints:
-        corpus=alternatives(W.nway_corpus_names),
-        case="lower|cased",
-    params:
-        sources=W.raw_sources,
-    resources:
-        mem_mb=1500,
-        runtime=240,
-    conda:
-        "../envs/laser.yaml"
-    shell:
-        W.logged("laser-repro moses-lines --text laser2 --lang {wildcards.lang:q} --case {wildcards.case:q}"
-               " --input {input:q} --output {output:q}", sources=True)
 
 
 rule laser2_shard:

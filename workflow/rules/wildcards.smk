@@ -5,7 +5,7 @@ from laser_repro.workflow.run import alternatives
 
 
 wildcard_constraints:
-    run=W.run_name,
+    run=alternatives([W.run_name]),
     src="[a-z]{3}",
     tgt="[a-z]{3}",
     lang="[a-z]{3}",

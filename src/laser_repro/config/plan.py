@@ -219,10 +219,12 @@ class Plan:
 
     @property
     def reproduces(self) -> list[dict]:
-        """config `reproduces`: ``{"claim", "better": [names], "worse": [names]}`` each (a side given as one
-        name is a list of one)."""
+        """config `reproduces`: ``{"claim", "better": [names], "worse": [names], "runs": {"better": run,
+        "worse": run}}`` each (a side given as one name is a list of one; its run: None for this run's models,
+        else the other run named by ``<side>_run``)."""
         return [{"claim": c["claim"], **{key: [c[key]] if isinstance(c[key], str) else list(c[key])
-                                         for key in ("better", "worse")}}
+                                         for key in ("better", "worse")},
+                 "runs": {key: c.get(f"{key}_run") for key in ("better", "worse")}}
                 for c in self.config.get("reproduces") or []]
 
     def family(self, name: str) -> str:
@@ -249,6 +251,10 @@ class Plan:
     def nway_data(self) -> dict[str, dict]:
         """N-way data sets (nway_data): name -> settings."""
         return dict(self.config.get("nway_data", {}))
+
+    def nway_subword_kind(self, data: str) -> str:
+        """The subwords of an nway_data entry: bpe (Moses, then fastBPE; also when ``subword`` is absent) or spm."""
+        return (self.nway_data[data].get("subword") or {}).get("kind", "bpe")
 
     @cached_property
     def multienc(self) -> dict[str, dict]:

@@ -682,10 +682,13 @@ def _check_reproduces(config: dict, source: str, origin: Origin) -> None:
                 else:
                     fail(path, f"{name!r} is neither a LASER model of this run ({', '.join(laser) or 'none'}) nor a "
                                f"model of `models` ({', '.join(plan.family_entries) or 'none'})")
-                model = laser.get(name, name)
+                model = (claim["runs"][key], laser.get(name, name))
                 if trained.get(model, key) != key:
                     fail(path, f"{name!r} is the same model on both sides")
                 trained[model] = key
+            if claim["runs"][key] == config["run_name"]:
+                fail(["reproduces", i, f"{key}_run"], f"{claim['runs'][key]!r} is this run: leave {key}_run out "
+                                                      f"for this run's models")
 
 
 def _check_models(config: dict, source: str, origin: Origin, known) -> None:
@@ -712,6 +715,9 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
                 fail(["nway_data", name, "valid", "heldout_lines"], f"need 0 <= start < stop, got {[start, stop]}")
         for i, code in enumerate(data["languages"]):
             known(code, f"nway_data.{name}.languages[{i}]")
+        if (data.get("subword") or {}).get("kind") == "spm" and data.get("bpe_merges") is not None:
+            fail(["nway_data", name, "bpe_merges"], "not used with subword.kind: spm (the SentencePiece model's size is "
+                                                    "subword.vocab_size); remove it (bpe_merges: null in an overlay)")
     un = config.get("evaluation", {}).get("un")
     if un is not None:
         corpus = corpora.get(un["corpus"])
@@ -729,7 +735,13 @@ def _check_models(config: dict, source: str, origin: Origin, known) -> None:
         if data is None:
             fail(["models", name, "data"], f"{model['data']!r} is not an nway_data entry "
                                             f"({sorted(config.get('nway_data', {}))})")
-        for key, message in registry.declaration(model["family"]).config_errors(model, data):
+        family = registry.declaration(model["family"])
+        if family.text == "tok" and (data.get("subword") or {}).get("kind") == "spm":
+            # its words would be LASER2's untokenised lines in training, Moses' in evaluation (the family's prepare)
+            fail(["models", name, "data"], f"nway_data.{model['data']} has subword.kind spm (LASER2's normalisation, "
+                                            f"no tokenizer), but family {model['family']} reads Moses-tokenised words: "
+                                            f"give it an nway_data entry of kind bpe")
+        for key, message in family.config_errors(model, data):
             fail(["models", name, *key], message)
         if model.get("paper_row") is not None:  # (a LaBSE model's row of paper 003's Table 2: the reporting layer's)
             from laser_repro.reporting.labse import paper_row_ids

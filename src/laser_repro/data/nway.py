@@ -11,7 +11,10 @@ Two steps, each a workflow rule:
 * ``nway-bpe`` (one job): the length filter on the training lines (a line index is dropped in every
   language when one of its sentences is empty or longer than ``max_words`` tokens: the paper limits
   training sentences to 50 words), the joint BPE learned on the kept training text, applied to both
-  splits, and the joint vocabulary ``dict.txt`` (``token count``, count descending).
+  splits, and the joint vocabulary ``dict.txt`` (``token count``, count descending);
+* ``nway-spm`` instead, for ``subword.kind: spm`` (LASER2's subwords): the same on lines of LASER2's
+  normalisation (``nway-text`` got them instead of Moses' lines; words are whitespace-separated), a joint
+  SentencePiece model (``spm.model``, :func:`laser_repro.data.spm.learn`) in place of the BPE codes.
 
 Line ``i`` of every language's file is the same sentence: every step keeps that alignment and
 fails naming the files when line counts differ.
@@ -31,6 +34,15 @@ from laser_repro.core.textio import InputError, atomic_output, count_lines, iter
 log = logging.getLogger("laser_repro")
 
 SPLITS = ("train", "valid")
+#: the subword model in a data set's directory, by subword kind (either is read by laser_repro.data.subword_text)
+SUBWORD_MODEL_FILE = {"bpe": "codes", "spm": "spm.model"}
+
+
+def subword_model_file(data_dir) -> Path | None:
+    """The subword model of a built data set's directory (``codes`` or ``spm.model``); None without one (text
+    prepared otherwise, e.g. a test's synthetic data)."""
+    return next((Path(data_dir) / name for name in SUBWORD_MODEL_FILE.values() if (Path(data_dir) / name).is_file()),
+                None)
 
 
 def tok_files(data_dir, split: str, langs: Sequence[str]) -> dict[str, Path]:
@@ -132,10 +144,13 @@ def _lockstep(files: dict[str, Path], progress: bool = False):
     yield from zip(*(iter_lines(path, progress=progress and k == 0) for k, path in enumerate(files.values())))
 
 
-def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int | None) -> dict:
-    """Length filter, joint BPE and vocabulary (module docstring). Writes ``<out_dir>/{train,valid}.<lang>``,
-    ``codes``, ``vocab``, ``dict.txt`` and ``stats.json``; returns the statistics."""
-    from laser_repro.data import bpe
+def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int | None = None, max_words: int | None,
+          spm_settings: Mapping | None = None) -> dict:
+    """Length filter, joint subwords and vocabulary (module docstring). Writes ``<out_dir>/{train,valid}.<lang>``,
+    ``dict.txt``, ``stats.json`` and the subword model: BPE ``codes`` and ``vocab`` with ``merges``, or with
+    ``spm_settings`` (the config's ``subword`` section) ``spm.model`` and its ``.vocab`` / ``.json``; returns
+    the statistics."""
+    from laser_repro.data import bpe, spm
 
     tok_dir, out_dir = Path(tok_dir), Path(out_dir)
     langs = list(langs)
@@ -163,8 +178,17 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
         raise InputError(f"{tok_dir}: no training line left after the length filter "
                          f"({empty} with an empty sentence, {too_long} over {max_words} words)")
     kept_files = [kept_dir / f"train.{lang}" for lang in langs]
-    learned = bpe.learn(out_dir / "codes", out_dir / "vocab", merges=merges, inputs=kept_files)
-    applier = bpe.BpeApplier(out_dir / "codes")
+    if spm_settings is None:
+        learned = bpe.learn(out_dir / "codes", out_dir / "vocab", merges=merges, inputs=kept_files)
+        applier = bpe.BpeApplier(out_dir / "codes")
+    else:
+        s = spm_settings
+        model = out_dir / SUBWORD_MODEL_FILE["spm"]
+        learned = spm.learn({lang: [path] for lang, path in zip(langs, kept_files)}, model,
+                            vocab_size=s["vocab_size"], model_type=s["model_type"],
+                            character_coverage=s["character_coverage"], sample_sentences=s["sample_sentences"],
+                            alpha=s["sampling_alpha"], seed=s["seed"], threads=s["threads"])
+        applier = spm.SpmEncoder(model)
     counts: Counter = Counter()
     for split in SPLITS:
         for lang in langs:
@@ -182,9 +206,10 @@ def build(tok_dir, langs: Sequence[str], out_dir, *, merges: int, max_words: int
             out.write(f"{token} {n}\n")
     stats = {"languages": langs, "train_lines": sizes["train"], "kept": kept, "dropped_empty": empty,
              "dropped_too_long": too_long, "max_words": max_words, "valid_lines": sizes["valid"],
-             "merges": merges, "dictionary": len(counts),
-             # the statistics of the merges, not their timing: the same inputs give the same file
-             "bpe": {k: v for k, v in learned.items() if not k.endswith("_seconds")}}
+             **({"merges": merges} if spm_settings is None else {"subword": {"kind": "spm", **spm_settings}}),
+             "dictionary": len(counts),
+             # the statistics of the subwords, not their timing: the same inputs give the same file
+             ("bpe" if spm_settings is None else "spm"): {k: v for k, v in learned.items() if not k.endswith("_seconds")}}
     write_json(out_dir / "stats.json", stats)
     return stats
 
@@ -202,6 +227,20 @@ def cmd_text(a) -> None:
 
 def cmd_bpe(a) -> None:
     stats = build(a.tok_dir, a.langs, a.out_dir, merges=a.merges, max_words=a.max_words)
+    log.info("%s: %s", a.out_dir, json.dumps(stats))
+
+
+SPM_KEYS = ("vocab_size", "model_type", "sampling_alpha", "sample_sentences", "character_coverage", "seed", "threads")
+
+
+def cmd_spm(a) -> None:
+    try:
+        settings = json.loads(a.subword)
+        settings = {key: settings[key] for key in SPM_KEYS}
+    except (ValueError, KeyError, TypeError) as err:
+        raise InputError(f"--subword: a JSON object with {', '.join(SPM_KEYS)} (the config's subword section): "
+                         f"{err}") from None
+    stats = build(a.tok_dir, a.langs, a.out_dir, max_words=a.max_words, spm_settings=settings)
     log.info("%s: %s", a.out_dir, json.dumps(stats))
 
 
@@ -230,3 +269,12 @@ def add_cli(sub) -> None:
     s.add_argument("--merges", type=int, required=True)
     s.add_argument("--max-words", type=int, help="drop a training line with a sentence longer than this")
     s.set_defaults(func=cmd_bpe)
+
+    s = sub.add_parser("nway-spm", help="N-way data: length filter, joint SentencePiece model, vocabulary")
+    s.add_argument("--tok-dir", required=True, help="tok/{train,valid}.LANG of nway-text (LASER2-normalised lines)")
+    s.add_argument("--langs", nargs="+", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.add_argument("--subword", required=True,
+                   help=f"the config's subword section as JSON ({', '.join(SPM_KEYS)})")
+    s.add_argument("--max-words", type=int, help="drop a training line with a sentence of more words than this")
+    s.set_defaults(func=cmd_spm)

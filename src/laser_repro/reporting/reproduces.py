@@ -52,6 +52,7 @@ class Claim:
     paper: str
     statement: str  # the paper's direction: the better setting first
     evidence: tuple[Evidence, ...]
+    stated: str = ""  # where the paper states a claim it gives no numbers for (a proposed next step)
 
 
 CLAIMS: dict[str, Claim] = {
@@ -72,6 +73,13 @@ CLAIMS: dict[str, Claim] = {
                  "word translation P@1 (%)", True),
         Evidence("bisent2vec_2019", 3, "t3.bis2v.uni_bi.nn", "t3.bis2v.uni.nn", "avg",
                  "sentence retrieval P@1 (%)", True))),
+    # the paper's last proposed step, without numbers: only ours. "disagrees": the language-agnostic vocabulary
+    # loses against the paper's; "inconclusive": no difference beyond the seeds' spread
+    "laser_subwords": Claim("Artetxe & Schwenk 2019 (LASER)",
+                            "language-agnostic SentencePiece (LASER2's normalisation) better than Moses + BPE", (),
+                            stated="TACL 2019 Section 6 (Conclusions): \"we would like to replace our "
+                                   "language-dependant preprocessing with a language-agnostic approach like "
+                                   "SentencePiece\""),
 }
 
 
@@ -123,7 +131,10 @@ def paper_evidence(claim_id: str) -> list[dict]:
 
 
 def paper_direction(evidence: Sequence[Mapping]) -> str:
-    """"as claimed" when every table shows the claim's direction, "opposite" when none does, else "mixed"."""
+    """"as claimed" when every table shows the claim's direction, "opposite" when none does, else "mixed";
+    "no numbers" for a claim the paper states without (a proposed next step)."""
+    if not evidence:
+        return "no numbers"
     directions = {e["direction"] for e in evidence}
     return directions.pop() if len(directions) == 1 else "mixed"
 
@@ -217,7 +228,7 @@ def reproduce(claim_id: str, better: Sequence[Mapping], worse: Sequence[Mapping]
                          f"{sorted(set(sizes.values()))}: not the same held-out lines")
     evidence = paper_evidence(claim_id)
     row: dict = {"claim": claim_id, "paper": CLAIMS[claim_id].paper, "statement": CLAIMS[claim_id].statement,
-                 "evidence": evidence, "paper_direction": paper_direction(evidence), "languages": shared,
+                 "stated": CLAIMS[claim_id].stated, "evidence": evidence, "paper_direction": paper_direction(evidence), "languages": shared,
                  "sentences": next(iter(sizes.values())),
                  "tfidf": sum((tfidf[compare.SPLIT][lang]["en_xx"] + tfidf[compare.SPLIT][lang]["xx_en"]) / 2
                               for lang in shared) / len(shared)}
@@ -287,10 +298,14 @@ def csv_lines(rows: Sequence[Mapping]) -> list[dict]:
                           "paper_better": e["better"].value, "paper_worse": e["worse"].value,
                           "paper_table_direction": e["direction"], "paper_better_source": e["better"].source,
                           "paper_worse_source": e["worse"].source})
+        if not r["evidence"]:  # a claim the paper gives no numbers for: ours alone, with where it is stated
+            lines.append({**ours, "paper_better_source": r["stated"]})
     return lines
 
 
-def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, heldout: Sequence[int]) -> None:
+def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, heldout: Sequence[int],
+                absent: Sequence[tuple[str, str]] = ()) -> None:
+    """The table; ``absent``: (claim, why) of the configured claims not measured (another run's models not built)."""
     sources = []
     cells = []
     for r in rows:
@@ -302,8 +317,9 @@ def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, he
         se = "n/a (one seed)" if r["se"] is None else f"{r['se']:.1f}"
         wall = " / ".join(_duration(r[f"{k}_wall_s"]) + (f" (incl. {_duration(r[f'{k}_pretrain_s'])} pre-training)"
                                                            if r[f"{k}_pretrain_s"] else "") for k in ("better", "worse"))
-        cells.append([f"**{r['claim']}** ({' '.join(r['languages'])})",
-                      f"{r['paper']}: {r['statement']}; {'; '.join(paper)}; paper: {r['paper_direction']}",
+        paper_cell = (f"{r['paper']}: {r['statement']}; {'; '.join(paper)}; paper: {r['paper_direction']}"
+                      if paper else f"{r['paper']}: {r['statement']}; paper: {r['paper_direction']} ({r['stated']})")
+        cells.append([f"**{r['claim']}** ({' '.join(r['languages'])})", paper_cell,
                       f"{' + '.join(r['better'])}: {_spread_text(r['better_error'])}",
                       f"{' + '.join(r['worse'])}: {_spread_text(r['worse_error'])}",
                       f"{_spread_text(r['better_init'])} / {_spread_text(r['worse_init'])}",
@@ -330,6 +346,8 @@ def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, he
             f"opposite / mixed: the direction of the paper's own numbers. **Wall time**: the training job's "
             f"Snakemake benchmark, mean over seeds (the models of a side summed), plus a LaBSE pre-training "
             f"once (the seeds share it).\n")
+    if absent:
+        doc.add("\nNot measured:\n\n", *(f"- **{claim}**: {why}\n" for claim, why in absent))
     if sources:
         doc.add("\nPaper values:\n\n", *(f"- {source}\n" for source in dict.fromkeys(sources)))
     write_files(doc, csv_frame(csv_lines(rows), CSV_FIELDS), md_path, csv_path)
@@ -376,7 +394,7 @@ def cmd_reproduces(a) -> None:
                                   _load_side(claim["worse"], f"{where}.worse"), tfidf, a.langs))
     except (ValueError, KeyError) as err:
         raise SystemExit(f"reproduces-table: {err}") from None
-    write_table(rows, a.md, a.csv, run_name=a.run_name, heldout=a.heldout)
+    write_table(rows, a.md, a.csv, run_name=a.run_name, heldout=a.heldout, absent=a.absent or ())
 
 
 def add_cli(sub) -> None:
@@ -390,6 +408,8 @@ def add_cli(sub) -> None:
     s.add_argument("--langs", nargs="+", required=True, help="the languages scored against English")
     s.add_argument("--heldout", nargs=2, type=int, required=True)
     s.add_argument("--run-name", required=True)
+    s.add_argument("--absent", nargs=2, action="append", metavar=("CLAIM", "WHY"),
+                   help="a configured claim not measured and why (listed under the table); repeatable")
     s.add_argument("--md", required=True)
     s.add_argument("--csv", required=True)
     s.set_defaults(func=cmd_reproduces)

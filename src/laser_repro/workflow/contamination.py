@@ -78,8 +78,9 @@ class Contamination:
             out.append({"data": f"nway_data.{name}", "entry": dict(d),
                         "models": [n for n, m in self.plan.family_entries.items() if m["data"] == name],
                         "text": (f"the N-way training split of `nway_data.{name}`: the lines of {', '.join(corpora)} "
-                                 f"as given ({valid}), before the length filter of its BPE (`max_words`)"),
-                        "normalised_text": f"its Moses lines, `nway/{name}/tok/train.<lang>` of the run's directory",
+                                 f"as given ({valid}), before the length filter of its subwords (`max_words`)"),
+                        "normalised_text": (f"its {'LASER2-normalised' if self.plan.nway_subword_kind(name) == 'spm' else 'Moses'} "
+                                            f"lines, `nway/{name}/tok/train.<lang>` of the run's directory"),
                         "languages": langs})
         return out
 

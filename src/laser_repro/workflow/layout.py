@@ -13,13 +13,16 @@ class Layout:
         """An N-way corpus's language file, Moses-preprocessed (rule moses_lines)."""
         return f"{self.run}/moses/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
 
-    def laser_text_file(self, corpus, lang):
-        """An N-way corpus's language file as the LASER data's text path prepares it: Moses (rule moses_lines)
-        or, for SentencePiece, LASER2's normalisation (rule laser2_lines)."""
-        lowercase = self.laser_data["preprocess"]["lowercase"]
-        if self.subword_kind == "spm":
+    def text_file(self, corpus, lang, lowercase, kind):
+        """An N-way corpus's language file as the text path of subwords ``kind`` prepares it: Moses (rule
+        moses_lines) for bpe or LASER2's normalisation (rule laser2_lines) for spm."""
+        if kind == "spm":
             return f"{self.run}/laser2/{corpus}/{lang}.{'lower' if lowercase else 'cased'}"
         return self.moses_file(corpus, lang, lowercase)
+
+    def laser_text_file(self, corpus, lang):
+        """An N-way corpus's language file as the LASER data's text path prepares it (:meth:`text_file`)."""
+        return self.text_file(corpus, lang, self.laser_data["preprocess"]["lowercase"], self.subword_kind)
 
     def subword_model(self, wildcards=None):
         """The LASER data's subword model, which every rule preparing text for a LASER encoder passes as --codes:
@@ -85,6 +88,17 @@ class Layout:
     def labse_text(self, data):
         """The Moses-preprocessed training and validation lines of an N-way data set."""
         return [f"{self.run}/nway/{data}/tok/{split}.{lang}" for lang in self.nway[data]["languages"] for split in ("train", "valid")]
+
+    def labse_token_ids(self, pretraining):
+        """The token arrays (labse_tokenize) that a LaBSE pre-training run reads: its data's lines with its
+        vocabulary."""
+        first = self.plan.labse_pretrainings[pretraining]
+        return f"{self.run}/nway/{self.labse[first]['data']}/wordpiece_ids/{self.plan.labse_vocab(first)}"
+
+    def nway_tok_files(self, data):
+        """The Moses-preprocessed lines of an N-way data set (nway_text), train and valid of each language."""
+        return [f"{self.run}/nway/{data}/tok/{split}.{lang}" for lang in self.nway[data]["languages"]
+                for split in ("train", "valid")]
 
     def labse_pretrained(self, name):
         """The pre-training checkpoint a LaBSE model starts from ([] when it trains from scratch)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 
+from laser_repro.data import nway
 from laser_repro.models import registry
 from laser_repro.reporting.seeds import REPLICATES as SEED_REPLICATES
 
@@ -100,7 +101,10 @@ class Models:
         """--codes of `laser-repro embed` / `retrieval` for the inputs of model_codes."""
         if "codes" not in input.keys():
             return ""
-        return shlex.join(["--codes", input.codes if name in self.variants else os.path.join(input.codes, "codes")])
+        if name in self.variants:
+            return shlex.join(["--codes", input.codes])
+        kind = self.plan.nway_subword_kind(self.family_models[name]["data"])
+        return shlex.join(["--codes", os.path.join(input.codes, nway.SUBWORD_MODEL_FILE[kind])])
 
     def eval_lowercase(self, name):
         """Whether a model's input text is lowercased: its data's setting."""

@@ -29,9 +29,19 @@ class Resources:
         -> (GPUs, config key)."""
         return lambda wildcards, threads: self.one_node_gpu_layout(*gpus_of(wildcards), key, threads)
 
+    def nway_spm_mem_mb(self, data):
+        """rule nway_spm's memory: learning the SentencePiece model (bounded by its sample, measured:
+        laser_repro.data.spm.learn_resources), at least nway_bpe's (its time: profiles/slurm)."""
+        from laser_repro.data import spm
+
+        return max(8000, spm.learn_resources(self.nway[data]["subword"])["mem_mb"])
+
     def labse_pretrain_gpus(self, w):
         name = self.plan.labse_pretrainings[w.pretraining]
         return self.labse[name]["pretrain"]["gpus"], f"models.{name}.pretrain.gpus"
+
+    def multienc_train_gpus(self, w):
+        return self.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"
 
     def labse_train_gpus(self, w):
         return self.labse[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"

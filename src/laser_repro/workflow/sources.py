@@ -78,6 +78,16 @@ class Sources:
         """`laser-repro fetch`'s --url and --alternative arguments (quoted) of URLs tried in this order."""
         return " ".join([f"--url {shlex.quote(urls[0])}", *(f"--alternative {shlex.quote(u)}" for u in urls[1:])])
 
+    def sacrebleu_urls(self, tarball):
+        """`laser-repro fetch`'s URL arguments of a sacrebleu test set's archive: its URL, then its mirrors."""
+        archive = self.plan.sacrebleu_archives[tarball]
+        return self.fetch_urls([archive["url"], *archive["alternatives"]])
+
+    def europarl_sha256_arg(self, xx):
+        """`laser-repro fetch`'s ``--sha256`` of Europarl's xx-en archive, where the config pins it ('' if not)."""
+        sha = self.evaluation["europarl"]["sha256"].get(f"{xx}-en.tgz")
+        return f"--sha256 {shlex.quote(sha)}" if sha else ""
+
     @staticmethod
     def download_label(url):
         """An archive's URL, or its parts' URLs joined by ' + ' (an archive published in parts)."""
@@ -181,6 +191,17 @@ class Sources:
             if c.get("corpus") == w.opus_corpus and name in c.get("sha256", {}):
                 return f"--sha256 {shlex.quote(c['sha256'][name])}"
         return ""
+
+    def opus_absent_ok_arg(self, w):
+        """--absent-ok with the pairs' URLs, where a config's corpus of this OPUS corpus allows absent pairs."""
+        if any(c.get("allow_absent_pairs") for c in self.plan.corpora.values() if c.get("corpus") == w.opus_corpus):
+            return f"--absent-ok {self.opus_pair_url_args(w)}"
+        return ""
+
+    def archive_sha256_arg(self, corpus):
+        """--sha256 of a corpus's archive, where the config pins it ('' if not)."""
+        sha = self.plan.corpora[corpus]["download"].get("sha256")
+        return f"--sha256 {shlex.quote(sha)}" if sha else ""
 
     def eval_input(self, url, path_template, sha256=None, **fields):
         """Where an evaluation file comes from: <data_root>/... when data_root is set (read as is), else
@@ -299,16 +320,26 @@ class Sources:
 
     def nway_raw_inputs(self, w):
         """The language's file of the N-way training corpus and, with a separate validation corpus, its file there."""
-        d = self.nway[w.data]
+        d, kind = self.nway[w.data], self.plan.nway_subword_kind(w.data)
+        # "moses": the lines its subwords are learned on: Moses' for bpe, LASER2's normalisation for spm
         files = {"raw": [self.local_corpus_file(c, w.lang) for c in self.nway_corpora(d)],
-                 "moses": [self.moses_file(c, w.lang, d["lowercase"]) for c in self.nway_corpora(d)]}
+                 "moses": [self.text_file(c, w.lang, d["lowercase"], kind) for c in self.nway_corpora(d)]}
         if "corpus" in d["valid"]:
             files["valid_raw"] = self.local_corpus_file(d["valid"]["corpus"], w.lang)
-            files["valid_moses"] = self.moses_file(d["valid"]["corpus"], w.lang, d["lowercase"])
+            files["valid_moses"] = self.text_file(d["valid"]["corpus"], w.lang, d["lowercase"], kind)
         else:  # held-out lines: every language's file is compared first, a short one named with every count
             files["aligned"] = [self.local_corpus_file(c, other) for other in d["languages"] if other != w.lang
                                 for c in self.nway_corpora(d)]
         return files
+
+    def nway_data_of_kind(self, kind):
+        """The nway_data entries whose subwords are of ``kind`` (bpe or spm)."""
+        return [name for name in self.nway if self.plan.nway_subword_kind(name) == kind]
+
+    def nway_max_words_arg(self, data):
+        """nway-bpe's / nway-spm's --max-words of an nway_data entry ('' without the length filter)."""
+        max_words = self.nway[data].get("max_words")
+        return f"--max-words {int(max_words)}" if max_words else ""
 
     def nway_valid_args(self, w, input):
         d = self.nway[w.data]

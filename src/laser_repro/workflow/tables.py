@@ -1,6 +1,7 @@
 """The tables' model specs: which score, record and benchmark files each table reads, per model and seed."""
 from __future__ import annotations
 
+import os
 import shlex
 
 from laser_repro.models import registry
@@ -118,32 +119,107 @@ class Tables:
                  **self.labse_result_files(name), **self.seed_replicate_specs(name, self.labse_result_files)}
                 for name in self.tabled(self.labse)]
 
+    def labse_table2_inputs(self, w=None):
+        """labse_table2's inputs: each LaBSE model's Tatoeba and UN scores (its encoder and at update 0) and the
+        TF-IDF baselines', where those tasks are configured, and the models' records."""
+        both = ("encoder", "encoder_init")
+        tatoeba, un = self.labse_tatoeba_languages(), self.labse_un()
+        return {"tatoeba": [f"{self.run}/eval/models/{name}/tatoeba_{e}.json" for name in self.labse for e in both]
+                if tatoeba else [],
+                "tfidf": [f"{self.run}/eval/tfidf/tatoeba.json"] if tatoeba else [],
+                "un": [f"{self.run}/eval/models/{name}/un_{e}.json" for name in self.labse for e in both] if un else [],
+                "un_tfidf": [f"{self.run}/eval/tfidf/un.json"] if un else [],
+                "records": [self.model_record_file(name) for name in self.labse]}
+
+    @staticmethod
+    def labse_tfidf_args(input):
+        """labse-table2's TF-IDF baselines (quoted): its Tatoeba and UN scores, where labse_table2 has them."""
+        return " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
+                         *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])])
+
     def compare_scores(self, heldout):
         """The first seed's score files of the FLORES comparison's columns whose family's held-out scores are
         of format ``heldout`` (laser_repro.models.declaration.HELDOUT_FORMATS), as (column, file) pairs."""
         return [(n, p) for n, c in self.compare_columns().items()
                 if registry.declaration(c["family"]).heldout == heldout for p in c["scores"]]
 
-    def reproduces_model(self, name):
+    def reproduces_model(self, name, run=None):
         """A model of a claim for --claims: its score and training benchmark files per seed, and its shared
-        pre-training's benchmark (LaBSE's MLM + TLM; shared by the seeds)."""
+        pre-training's benchmark (LaBSE's MLM + TLM; shared by the seeds). ``run``: another run's model of that
+        name (the same config with an overlay: the same seeds and file layout, under results/<run>/)."""
         family = self.declaration_of(name)
-        return {"name": name, "family": family.name,
+        spec = {"name": name, "family": family.name,
                 "runs": [{"seed": seed, "scores": family.heldout_scores_file(self, trained), "benchmark": self.train_benchmark(trained)}
                          for seed, trained in self.plan.seed_runs(name).items()],
                 "pretraining": family.pretraining(self, name)}
+        if run is None:
+            return spec
+        moved = {**spec, "name": f"{name} (run {run})",
+                 "runs": [{k: self.in_run(v, run) if k != "seed" else v for k, v in r.items()} for r in spec["runs"]]}
+        if spec["pretraining"]:
+            moved["pretraining"] = {**spec["pretraining"], "benchmark": self.in_run(spec["pretraining"]["benchmark"], run)}
+        return moved
+
+    def in_run(self, path, run):
+        """This run's file ``path`` (results/<this run>/...) as another run's (results/<run>/...)."""
+        head = f"{self.run}/"
+        if not path.startswith(head):
+            raise ValueError(f"{path} is not a file of run {self.run_name}")
+        return f"results/{run}/{path[len(head):]}"
+
+    def _claim_sides(self, claim):
+        """{side: [model specs]} of a configured claim."""
+        return {key: [self.reproduces_model(n, claim["runs"][key]) for n in claim[key]] for key in ("better", "worse")}
+
+    def _other_run_files(self, claim):
+        """The files of a claim's models in other runs (scores, benchmarks, records), in order."""
+        files = []
+        for key in ("better", "worse"):
+            run = claim["runs"][key]
+            for name in claim[key] if run is not None else ():
+                m = self.reproduces_model(name, run)
+                files += [f for r in m["runs"] for f in (r["scores"], r["benchmark"])]
+                files += [m["pretraining"]["benchmark"]] if m["pretraining"] else []
+                files += [self.in_run(self.model_record_file(t), run) for t in self.plan.seed_runs(name).values()]
+        return files
+
+    def reproduces_absent(self):
+        """(claim, why) of the claims whose other run has not built every file they read (not measured yet:
+        no rule of this run builds another run's files)."""
+        out = []
+        for claim in self.plan.reproduces:
+            missing = [f for f in self._other_run_files(claim) if not os.path.exists(f)]
+            if missing:
+                runs = sorted({r for r in claim["runs"].values() if r})
+                out.append((claim["claim"], f"run {', '.join(runs)} has not built {missing[0]}"
+                                            f"{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}: build it "
+                                            f"with its own config (this config, its overlay and run_name), then "
+                                            f"this table again"))
+        return out
+
+    def _measured(self):
+        absent = {claim for claim, _ in self.reproduces_absent()}
+        return [c for c in self.plan.reproduces if c["claim"] not in absent]
 
     def reproduces_claims(self):
-        return [{"claim": c["claim"], "better": [self.reproduces_model(n) for n in c["better"]],
-                 "worse": [self.reproduces_model(n) for n in c["worse"]]} for c in self.plan.reproduces]
+        """--claims: the measurable claims, each side's model specs."""
+        return [{"claim": c["claim"], **self._claim_sides(c)} for c in self._measured()]
+
+    def reproduces_absent_args(self):
+        """reproduces-table's --absent CLAIM WHY (quoted) of the claims not measured."""
+        return " ".join(shlex.join(["--absent", claim, why]) for claim, why in self.reproduces_absent())
 
     def reproduces_models(self):
-        """Every trained model of the claims (seed replicates included)."""
-        return list(dict.fromkeys(trained for c in self.plan.reproduces for key in ("better", "worse") for name in c[key]
-                                  for trained in self.plan.seed_runs(name).values()))
+        """Every trained model of this run in the measurable claims (seed replicates included)."""
+        return list(dict.fromkeys(trained for c in self._measured() for key in ("better", "worse") if c["runs"][key] is None
+                                  for name in c[key] for trained in self.plan.seed_runs(name).values()))
 
     def reproduces_files(self, kind):
-        """The "scores" or "benchmark" files of the claims' models (pre-trainings' benchmarks too)."""
+        """The "scores" or "benchmark" files of the measurable claims' models (pre-trainings' benchmarks too);
+        "records": the other runs' model records (this run's are the --model-records)."""
+        if kind == "records":
+            return list(dict.fromkeys(f for c in self._measured() for f in self._other_run_files(c)
+                                      if f.endswith("model_record.json")))
         models = [m for c in self.reproduces_claims() for key in ("better", "worse") for m in c[key]]
         files = [r[kind] for m in models for r in m["runs"]]
         if kind == "benchmark":
@@ -170,6 +246,19 @@ class Tables:
     def table_models(self, table):
         """The trained models of an ablation table's rows, with their seed replicates."""
         return [name for row in self.table_rows(table) if row["metrics"] for name in self.plan.seed_replicates(row["model"])]
+
+    def table_metrics(self, table):
+        """An ablation table's metrics files: each row's with a trained model, then its seed replicates'."""
+        return [path for row in self.table_rows(table) if row["metrics"]
+                for path in [row["metrics"], *(r["metrics"] for r in row.get(SEED_REPLICATES, []))]]
+
+    def flores_languages_arg(self):
+        """variant-metrics' ``--flores-languages`` (quoted): the held-out FLORES languages the model was trained
+        on ('' without FLORES)."""
+        if not self.flores:
+            return ""
+        return shlex.join(["--flores-languages", *(lang for lang in self.plan.flores_languages
+                                                   if lang in self.plan.trained_languages)])
 
     def missing_tasks(self):
         """--missing-tasks of an ablation table: {task: why it has no scores in this run}."""

@@ -167,3 +167,44 @@ class Tasks:
         if self.flores:
             files["flores"] = [f"{self.flores_dir}/{variant}/scores.json"]
         return files
+
+    # -- the tasks' command-line arguments (quoted), as the rules pass them
+    @staticmethod
+    def flores_prepare_args(input, output):
+        """prepare-text's ``--lang --input --output`` (quoted) of each held-out FLORES text: the language is the
+        file's suffix."""
+        return " ".join(f"--lang {shlex.quote(src.rsplit('.', 1)[1])} --input {shlex.quote(src)} "
+                        f"--output {shlex.quote(dst)}" for src, dst in zip(input.texts, output))
+
+    def bucc_mine_args(self):
+        """bucc-mine's settings: k, margin, mode, shard rows and the k-NN device, as configured."""
+        b = self.evaluation["bucc"]
+        return shlex.join(str(x) for x in ("--k", b["k"], "--margin", b["margin"], "--mode", b["mode"],
+                                           "--shard-rows", b["shard_rows"], "--knn-device", self.evaluation["knn_device"]))
+
+    def multinli_cap_args(self):
+        """nli-texts' cap on the MultiNLI training pairs (and the LASER model's seed that draws them), where set."""
+        cap = self.evaluation["xnli"].get("train_max_pairs")
+        return shlex.join(["--max-pairs", str(cap), "--seed", str(self.laser_model["train"]["seed"])]) if cap else ""
+
+    def wmt_emb_args(self, name, init=False):
+        """wmt-similarity's ``--emb LANG FILE`` of model `name` (its encoder at update 0 with `init`), one per
+        WMT language it embeds."""
+        test_set = self.evaluation["wmt"]["test_set"]
+        return " ".join(shlex.join(["--emb", lang, self.emb("wmt", test_set, lang, name, init=init)])
+                        for lang in self.task_languages("wmt", name))
+
+    def wmt_text_args(self, texts):
+        """wmt-similarity's ``--text LANG FILE`` of the TF-IDF baseline: the WMT languages' texts, in order."""
+        return shlex.join([x for lang, text in zip(self.wmt_languages(), texts) for x in ("--text", lang, text)])
+
+    @staticmethod
+    def wmt_table_scores_arg(input):
+        """eval-table wmt's score files (the model's, at update 0, TF-IDF's); none without them (data absent)."""
+        return shlex.join(["--scores", input.scores, "--init-scores", input.init,
+                           "--tfidf-scores", input.tfidf]) if input else ""
+
+    def classify_test_args(self, task, name, input):
+        """xnli-classify's or mldoc-classify's ``--test LANG FILE...``: each test language of the task that model
+        `name` embeds, with its input files ``test_<lang>``."""
+        return " ".join(shlex.join(["--test", lang, *input[f"test_{lang}"]]) for lang in self.task_languages(task, name))

@@ -5,7 +5,6 @@
 # (evaluation.muse_words), Europarl sentence retrieval (evaluation.europarl) with their baselines, and
 # the paper's tables.
 import os
-import shlex
 
 rule bisent2vec_vocab:
     input:
@@ -122,8 +121,7 @@ rule download_europarl:
         xx="[a-z]{2}",
     params:
         url=lambda w: W.evaluation["europarl"]["url"].format(xx=w.xx),
-        sha=lambda w: (f"--sha256 {shlex.quote(W.evaluation['europarl']['sha256'][f'{w.xx}-en.tgz'])}"
-                       if W.evaluation["europarl"]["sha256"].get(f"{w.xx}-en.tgz") else ""),
+        sha=lambda w: W.europarl_sha256_arg(w.xx),
         retries=W.evaluation.get("retries", 5),
         deadline=W.evaluation["deadline_s"],
         mirror=lambda w: W.eval_mirror_args(W.evaluation["europarl"]["url"].format(xx=w.xx)),

@@ -6,7 +6,6 @@
 # retrieval of each model, the model at update 0 and TF-IDF on the same sentences (model_un,
 # model_tatoeba: encoders.smk).
 import os
-import shlex
 
 rule labse_vocab:
     input:
@@ -64,8 +63,7 @@ rule labse_pretrain:  # MLM + TLM with progressive stacking; its last checkpoint
         text=lambda w: W.labse_text(W.labse[W.plan.labse_pretrainings[w.pretraining]]["data"]),
         tokenizer=lambda w: W.labse_tokenizer(W.plan.labse_pretrainings[w.pretraining]),
         # the token arrays of labse_tokenize: the data's lines with the vocabulary
-        token_ids=lambda w: (f"{W.run}/nway/{W.labse[W.plan.labse_pretrainings[w.pretraining]]['data']}/wordpiece_ids/"
-                             f"{W.plan.labse_vocab(W.plan.labse_pretrainings[w.pretraining])}"),
+        token_ids=lambda w: W.labse_token_ids(w.pretraining),
     output:
         final="results/{run}/labse_pretrain/{pretraining}/checkpoint_final.pt",
         curves="results/{run}/labse_pretrain/{pretraining}/curves.json",
@@ -134,13 +132,7 @@ rule labse_train:
 
 rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the paper row each stands for
     input:
-        tatoeba=lambda w: [f"{W.run}/eval/models/{name}/tatoeba_{e}.json" for name in W.labse for e in ("encoder", "encoder_init")]
-        if W.labse_tatoeba_languages() else [],
-        tfidf=lambda w: [f"{W.run}/eval/tfidf/tatoeba.json"] if W.labse_tatoeba_languages() else [],
-        un=lambda w: [f"{W.run}/eval/models/{name}/un_{e}.json" for name in W.labse for e in ("encoder", "encoder_init")]
-        if W.labse_un() else [],
-        un_tfidf=lambda w: [f"{W.run}/eval/tfidf/un.json"] if W.labse_un() else [],
-        records=lambda w: [W.model_record_file(name) for name in W.labse],
+        unpack(W.labse_table2_inputs),
     output:
         md="results/tables/{run}/labse_2020/table2.md",
         csv=report("results/tables/{run}/labse_2020/table2.csv", category="Similarity search", caption="../../report/table.rst"),
@@ -149,8 +141,7 @@ rule labse_tables:  # paper 003, Table 2: the paper's rows, ours beside the pape
         "results/{run}/logs/labse_tables.log",
     params:
         models=lambda w: W.shell_quote_json(W.labse_table_models()),
-        tfidf=lambda w, input: " ".join([*([f"--tfidf-tatoeba {shlex.quote(input.tfidf[0])}"] if input.tfidf else []),
-                                         *([f"--tfidf-un {shlex.quote(input.un_tfidf[0])}"] if input.un_tfidf else [])]),
+        tfidf=lambda w, input: W.labse_tfidf_args(input),
         records=lambda w: W.model_records_arg(W.labse),
     conda:
         "../../envs/laser.yaml"

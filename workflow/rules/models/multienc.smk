@@ -26,12 +26,11 @@ rule multienc_train:
     resources:
         mem_mb=16000,
         runtime=7200,
-        nodes=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "nodes"),
-        gpu=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"), "gpu"),
-        cpus_per_task=W.one_node_gpu_resource(lambda w: (W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus"),
-                                            "cpus_per_task"),
+        nodes=W.one_node_gpu_resource(W.multienc_train_gpus, "nodes"),
+        gpu=W.one_node_gpu_resource(W.multienc_train_gpus, "gpu"),
+        cpus_per_task=W.one_node_gpu_resource(W.multienc_train_gpus, "cpus_per_task"),
     conda:
-        lambda w: W.conda_env(W.multienc[w.model]["train"]["gpus"], f"models.{w.model}.train.gpus")
+        lambda w: W.conda_env(*W.multienc_train_gpus(w))
     shell:
         W.logged("laser-repro train --family multienc --data {input.data:q} --save-dir {params.save_dir:q}"
                " --final {output.final:q} --initial {output.initial:q} --record {output.record:q} --curves {output.curves:q}"

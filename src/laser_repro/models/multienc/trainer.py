@@ -20,6 +20,7 @@ from typing import Callable, Mapping, Optional
 import numpy as np
 import torch
 
+from laser_repro.data import nway
 from laser_repro.models import subword
 from laser_repro.models.collectives import Comm
 from laser_repro.models.device import PRECISIONS
@@ -84,7 +85,9 @@ class _Training(CheckpointedTraining):
         self.paths = TrainingPaths(settings["paths"])
         self.dictionary_path = data_dir / "dict.txt"
         self.dictionary = Dictionary.load(self.dictionary_path)
-        self.subword_model = subword.codes_record(data_dir / "codes")  # the BPE of the data (laser_repro.data.nway)
+        # the data's subword model (laser_repro.data.nway): BPE codes, a SentencePiece model, or none
+        model_file = nway.subword_model_file(data_dir)
+        self.subword_model = subword.codes_record(model_file) if model_file else None
         langs = list(dict.fromkeys(self.paths.encoder_languages() + self.paths.decoder_languages()))
         self.train_data = load_split(data_dir, "train", langs, self.dictionary, self.opts["max_len"])
         self.valid_data = load_split(data_dir, "valid", langs, self.dictionary)
