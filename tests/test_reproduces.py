@@ -255,3 +255,12 @@ def test_claim_without_paper_numbers_and_a_model_of_another_run(tmp_path):
     line, = csv.DictReader(out_csv.open(encoding="utf-8"))
     assert line["claim"] == "laser_subwords" and line["paper_better"] == "" and "SentencePiece" in line["paper_better_source"]
     assert float(line["difference"]) == 1.0 and line["better"] == "base (run compare_spm)"
+
+
+def test_no_claim_measured_yet(tmp_path):
+    md, out_csv = tmp_path / "reproduces.md", tmp_path / "reproduces.csv"
+    assert cli.main(["reproduces-table", "--claims", "[]", "--tfidf", _write(tmp_path / "tfidf.json", TFIDF),
+                     "--langs", *LANGS, "--heldout", "797", "997", "--run-name", "small", "--md", str(md),
+                     "--csv", str(out_csv), "--absent", "laser_subwords", "run small_spm has not built x"]) == 0
+    text = md.read_text(encoding="utf-8")
+    assert "no claim measured yet" in text and "- **laser_subwords**: run small_spm has not built x" in text

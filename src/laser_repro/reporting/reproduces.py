@@ -332,7 +332,7 @@ def write_table(rows: Sequence[Mapping], md_path, csv_path, *, run_name: str, he
                      "init: better / worse", "difference ± se", "verdict", "wall time per run: better / worse"],
                     cells, "lllllrll"))
     doc.add(f"\n**Ours**: held-out FLORES xsim error (%) on dev lines {heldout[0]}–{int(heldout[1]) - 1} (never "
-            f"trained on; {rows[0]['sentences'] if rows else 0} sentences, the same for every model), the mean "
+            f"trained on; {str(rows[0]['sentences']) + ' sentences, the same for every model' if rows else 'no claim measured yet'}), the mean "
             f"of en→xx and xx→en over the languages both models of a claim have (listed beside the claim; a 1:1 model "
             f"has no encoder for its target language, a Bi-Sent2Vec model only its pair's), mean ± sample sd "
             f"over the training seeds (n). **init**: the same models at update 0. The papers measure "
