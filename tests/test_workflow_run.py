@@ -396,6 +396,7 @@ def test_nway_data_with_sentencepiece():
     files = wf.nway_raw_inputs(W(data="toy_spm", lang="cmn"))
     assert all("/laser2/" in f for f in files["moses"]) and all("/moses/" in f for f in bpe.nway_raw_inputs(W(data="toy", lang="cmn"))["moses"])
     assert wf.nway_max_words_arg("toy_spm") == "--max-words 50"
+    assert wf.nway_spm_args("toy_spm")[0] == "--subword" and wf.nway_spm_args("toy_spm")[2:] == ["--max-words", "50"]
     assert wf.nway_spm_mem_mb("toy_spm") == 8000  # a 2,000-line sample: nway_bpe's floor
     assert wf.model_codes("toy_all") == {"codes": "results/toy_nway_spm/nway/toy_spm/bpe"}
     codes = SimpleNamespace(codes="results/toy_nway_spm/nway/toy_spm/bpe", keys=lambda: ["codes"])
@@ -540,13 +541,13 @@ def test_reproduces_a_model_of_another_run(tmp_path, monkeypatch):
     (claim, why), = wf.reproduces_absent()
     assert claim == "laser_subwords" and why.startswith("run compare_spm has not built results/compare_spm/flores/base/")
     assert wf.reproduces_claims() == [] and wf.reproduces_files("scores") == [] and wf.reproduces_models() == []
-    assert shlex.split(wf.reproduces_absent_args()) == ["--absent", "laser_subwords", why]
+    assert wf.reproduces_absent_args() == ["--absent", "laser_subwords", why]
     other = wf._other_run_files(wf.plan.reproduces[0])
     assert all(f.startswith("results/compare_spm/") for f in other) and len(other) == 3 * 3  # scores, benchmark, record
     for f in other:
         Path(f).parent.mkdir(parents=True, exist_ok=True)
         Path(f).write_text("{}")
-    assert wf.reproduces_absent() == [] and wf.reproduces_absent_args() == ""
+    assert wf.reproduces_absent() == [] and wf.reproduces_absent_args() == []
     (measured,) = wf.reproduces_claims()
     assert measured["better"][0]["name"] == "base (run compare_spm)" and measured["worse"][0]["name"] == "base"
     assert [r["scores"] for r in measured["better"][0]["runs"]] == [

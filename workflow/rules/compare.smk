@@ -65,7 +65,7 @@ rule reproduces_table:
     shell:
         W.logged("laser-repro reproduces-table --claims {params.claims} --tfidf {input.tfidf:q} --langs {params.langs:q}"
                " --heldout {params.heldout:q} --run-name {params.run:q} --md {output.md:q} --csv {output.csv:q}"
-               " --model-records {params.records:q} {params.absent}")
+               " --model-records {params.records:q} {params.absent:q}")
 
 
 # One table per evaluation task with a column group per model (the LASER model and every model of another

@@ -67,8 +67,7 @@ rule nway_spm:  # subword.kind: spm: the same directory, a SentencePiece model (
     params:
         tok_dir=lambda w, input: os.path.dirname(input[0]),
         langs=lambda w: list(W.nway[w.data]["languages"]),
-        subword=lambda w: W.shell_quote_json(W.nway[w.data]["subword"]),
-        max_words=lambda w: W.nway_max_words_arg(w.data),
+        args=lambda w: W.nway_spm_args(w.data),
     threads: lambda w: W.nway[w.data]["subword"]["threads"]
     resources:
         mem_mb=lambda w: W.nway_spm_mem_mb(w.data),
@@ -76,7 +75,7 @@ rule nway_spm:  # subword.kind: spm: the same directory, a SentencePiece model (
         "../envs/laser.yaml"
     shell:
         W.logged("laser-repro nway-spm --tok-dir {params.tok_dir:q} --langs {params.langs:q} --out-dir {output:q}"
-               " --subword {params.subword} {params.max_words}", keys=["nway_data"])
+               " {params.args:q}", keys=["nway_data"])
 
 
 rule nway_tfidf:  # the non-learned baseline of the similarity tables, on the raw validation lines

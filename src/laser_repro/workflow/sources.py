@@ -341,6 +341,15 @@ class Sources:
         max_words = self.nway[data].get("max_words")
         return f"--max-words {int(max_words)}" if max_words else ""
 
+    def nway_spm_args(self, data):
+        """nway-spm's --subword (the entry's subword section as JSON) and --max-words, as a list (the rule quotes
+        each item)."""
+        import json
+
+        d = self.nway[data]
+        return ["--subword", json.dumps(d["subword"], sort_keys=True),
+                *(["--max-words", str(int(d["max_words"]))] if d.get("max_words") else [])]
+
     def nway_valid_args(self, w, input):
         d = self.nway[w.data]
         if "corpus" in d["valid"]:

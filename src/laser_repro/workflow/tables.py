@@ -206,8 +206,8 @@ class Tables:
         return [{"claim": c["claim"], **self._claim_sides(c)} for c in self._measured()]
 
     def reproduces_absent_args(self):
-        """reproduces-table's --absent CLAIM WHY (quoted) of the claims not measured."""
-        return " ".join(shlex.join(["--absent", claim, why]) for claim, why in self.reproduces_absent())
+        """reproduces-table's --absent CLAIM WHY of the claims not measured, as a list (the rule quotes each item)."""
+        return [x for claim, why in self.reproduces_absent() for x in ("--absent", claim, why)]
 
     def reproduces_models(self):
         """Every trained model of this run in the measurable claims (seed replicates included)."""
